@@ -1,0 +1,269 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+)
+
+// API keys (docs/design/0003-security.md). A key is 32 random bytes shown
+// to the user once as "pith_" + base64url; the config keeps only its
+// SHA-256 ("sha256:" + hex). A plain hash is enough, without salt or a
+// slow KDF: the key has 256 bits of entropy, so no dictionary or brute
+// force attack applies, and a fast hash keeps every request cheap.
+
+// Scope is what a key may do. Scopes are ordered: admin implies write,
+// write implies read.
+type Scope uint8
+
+// The scopes, weakest first.
+const (
+	ScopeRead  Scope = iota + 1 // GET data, tags, latest, PromQL queries
+	ScopeWrite                  // imports and push inputs (line protocol, emoncms, remote_write)
+	ScopeAdmin                  // /api/v1/admin/*, /api/v1/control and anything not known to be safer
+)
+
+var scopeNames = [...]string{ScopeRead: "read", ScopeWrite: "write", ScopeAdmin: "admin"}
+
+// String returns the config name of the scope.
+func (s Scope) String() string {
+	if s >= ScopeRead && s <= ScopeAdmin {
+		return scopeNames[s]
+	}
+	return fmt.Sprintf("scope(%d)", uint8(s))
+}
+
+// ParseScope is the inverse of Scope.String.
+func ParseScope(s string) (Scope, error) {
+	for i, n := range scopeNames {
+		if n != "" && n == s {
+			return Scope(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown scope %q (want read, write or admin)", s)
+}
+
+const (
+	keyPrefix  = "pith_"   // marks a plain key, so leaked keys are easy to grep for
+	hashPrefix = "sha256:" // marks the stored form
+	keyBytes   = 32        // entropy of a generated key
+)
+
+// GenerateKey returns a new random key and its stored form. Show plain to
+// the user once; put hash in the config.
+func GenerateKey() (plain, hash string) {
+	var b [keyBytes]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (it panics on a broken OS source)
+	plain = keyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	return plain, HashKey(plain)
+}
+
+// HashKey returns the stored form of a plain key.
+func HashKey(plain string) string {
+	sum := sha256.Sum256([]byte(plain))
+	return hashPrefix + hex.EncodeToString(sum[:])
+}
+
+// Key is one configured API key.
+type Key struct {
+	Name  string // who holds it, for logs and rate limiting (e.g. "telegraf")
+	Hash  string // "sha256:" + 64 hex digits, from GenerateKey or HashKey
+	Scope Scope  // the strongest scope it has
+}
+
+// key is a Key with its hash decoded.
+type key struct {
+	name  string
+	sum   [sha256.Size]byte
+	scope Scope
+}
+
+// Auth checks API keys. It is safe for concurrent use and immutable
+// after NewAuth.
+type Auth struct {
+	keys []key
+	log  *slog.Logger
+}
+
+// NewAuth returns an Auth accepting keys. With no keys every request is
+// let through: that is for loopback listeners and for auth = "none",
+// which CheckExposure guards.
+func NewAuth(keys []Key, log *slog.Logger) (*Auth, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	a := &Auth{log: log}
+	seen := make(map[string]bool, len(keys))
+	for i, k := range keys {
+		if k.Name == "" {
+			return nil, fmt.Errorf("check key %d: empty name", i+1)
+		}
+		if seen[k.Name] {
+			return nil, fmt.Errorf("check key %q: name used twice", k.Name)
+		}
+		seen[k.Name] = true
+		if k.Scope < ScopeRead || k.Scope > ScopeAdmin {
+			return nil, fmt.Errorf("check key %q: no scope (want read, write or admin)", k.Name)
+		}
+		hx, ok := strings.CutPrefix(k.Hash, hashPrefix)
+		if !ok {
+			if strings.HasPrefix(k.Hash, keyPrefix) {
+				return nil, fmt.Errorf("check key %q: hash holds a plain key; store %s instead", k.Name, hashPrefix+"...")
+			}
+			return nil, fmt.Errorf("check key %q: hash must start with %q", k.Name, hashPrefix)
+		}
+		raw, err := hex.DecodeString(hx)
+		if err != nil || len(raw) != sha256.Size {
+			return nil, fmt.Errorf("check key %q: hash must be %q + 64 hex digits", k.Name, hashPrefix)
+		}
+		kk := key{name: k.Name, scope: k.Scope}
+		copy(kk.sum[:], raw)
+		a.keys = append(a.keys, kk)
+	}
+	return a, nil
+}
+
+// Enabled reports whether keys are required.
+func (a *Auth) Enabled() bool { return len(a.keys) > 0 }
+
+// identityKey is the context key of the authenticated key name.
+type identityKey struct{}
+
+// KeyName returns the name of the key that authenticated r, or "" when
+// keys are off.
+func KeyName(ctx context.Context) string {
+	s, _ := ctx.Value(identityKey{}).(string)
+	return s
+}
+
+// check returns the key matching plain. Every configured key is compared,
+// in constant time, so the answer time does not say which one matched.
+func (a *Auth) check(plain string) (key, bool) {
+	sum := sha256.Sum256([]byte(plain))
+	var found key
+	ok := 0
+	for _, k := range a.keys {
+		if subtle.ConstantTimeCompare(sum[:], k.sum[:]) == 1 {
+			found, ok = k, 1
+		}
+	}
+	return found, ok == 1
+}
+
+// errNoCredentials says a request carried no key at all.
+var errNoCredentials = errors.New("no API key")
+
+// credentials returns the key sent with r: "Authorization: Bearer KEY",
+// "Token KEY" (InfluxDB 2 clients such as Telegraf's influxdb_v2), Basic
+// auth with the key as password (InfluxDB 1 clients, Prometheus
+// remote_write basic_auth), or, on the emoncms paths /input/... only, the
+// apikey parameter of the query or of a form body.
+func credentials(r *http.Request) (string, error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, rest, _ := strings.Cut(h, " ")
+		rest = strings.TrimSpace(rest)
+		switch strings.ToLower(scheme) {
+		case "bearer", "token":
+			if rest != "" {
+				return rest, nil
+			}
+		case "basic":
+			if _, pw, ok := r.BasicAuth(); ok && pw != "" {
+				return pw, nil
+			}
+		}
+		return "", errors.New("unsupported Authorization header (want Bearer KEY)")
+	}
+	if strings.HasPrefix(r.URL.Path, "/input/") {
+		// ParseForm reads a urlencoded body (emonhub posts the key there);
+		// the handler then finds the fields in r.Form. It caps the body at
+		// 10 MB by itself.
+		if err := r.ParseForm(); err == nil {
+			if k := r.Form.Get("apikey"); k != "" {
+				return k, nil
+			}
+		} else if k := r.URL.Query().Get("apikey"); k != "" {
+			return k, nil
+		}
+	}
+	return "", errNoCredentials
+}
+
+// Require returns h guarded by keys of at least scope need. With no keys
+// configured it returns h unchanged.
+func (a *Auth) Require(need Scope, h http.Handler) http.Handler {
+	return a.wrap(func(*http.Request) Scope { return need }, h)
+}
+
+// Wrap returns h guarded by keys, each request needing the scope
+// ScopeFor gives it. With no keys configured it returns h unchanged.
+func (a *Auth) Wrap(h http.Handler) http.Handler {
+	return a.wrap(func(r *http.Request) Scope { return ScopeFor(r.Method, r.URL.Path) }, h)
+}
+
+func (a *Auth) wrap(need func(*http.Request) Scope, h http.Handler) http.Handler {
+	if !a.Enabled() {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		plain, err := credentials(r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="pith"`)
+			writeError(w, http.StatusUnauthorized, err.Error())
+			return
+		}
+		k, ok := a.check(plain)
+		if !ok {
+			a.log.LogAttrs(r.Context(), slog.LevelWarn, "api key refused",
+				slog.String("remote", r.RemoteAddr), slog.String("path", r.URL.Path))
+			w.Header().Set("WWW-Authenticate", `Bearer realm="pith", error="invalid_token"`)
+			writeError(w, http.StatusUnauthorized, "unknown API key")
+			return
+		}
+		if s := need(r); k.scope < s {
+			writeError(w, http.StatusForbidden, fmt.Sprintf("key %q has scope %s; %s %s needs %s",
+				k.name, k.scope, r.Method, r.URL.Path, s))
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, k.name)))
+	})
+}
+
+// ScopeFor returns the scope a request needs. Control writes to devices
+// need admin, not write: ingest keys sit in plain text in many device and
+// Telegraf configs, and a leaked one must not be able to move a valve.
+// PromQL endpoints are reads even when POSTed. Any other non-GET request
+// needs admin, so an endpoint added later fails closed until it is listed.
+func ScopeFor(method, path string) Scope {
+	switch {
+	case path == "/api/v1/control", strings.HasPrefix(path, "/api/v1/admin/"):
+		return ScopeAdmin
+	case strings.HasPrefix(path, "/input/"), path == "/write", path == "/api/v2/write", path == "/query":
+		// /query is InfluxDB's, which Pith answers only for the CREATE
+		// DATABASE that Telegraf sends with its write key at start.
+		return ScopeWrite
+	case path == "/api/v1/import", path == "/api/v1/write", path == "/api/v1/track", path == "/api/v1/events":
+		if method == http.MethodGet || method == http.MethodHead {
+			return ScopeRead // a 405 answer; do not make readers think they lack a key
+		}
+		return ScopeWrite
+	case path == "/api/v1/query", path == "/api/v1/query_range", path == "/api/v1/series",
+		path == "/api/v1/labels", strings.HasPrefix(path, "/api/v1/label/"),
+		strings.HasPrefix(path, "/api/v1/status/"), path == "/api/v1/metadata",
+		path == "/api/v1/query_exemplars":
+		return ScopeRead
+	}
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return ScopeRead
+	}
+	return ScopeAdmin
+}

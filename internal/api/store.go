@@ -1,0 +1,95 @@
+package api
+
+import (
+	"context"
+
+	"github.com/pith-historian/pith/internal/store"
+)
+
+// Tx is a streaming atomic write, as *store.Tx implements it. The import
+// handler calls Add many times then Commit once, or Rollback on any error;
+// one Tx is used by one goroutine.
+type Tx interface {
+	// Add stages points. It must not keep pts after it returns: the
+	// handler reuses the slice for the next batch.
+	Add(pts []store.Point) error
+	// Commit makes every staged point durable and visible, or none of them.
+	Commit(ctx context.Context) error
+	// Rollback drops the staged points; it is a no-op after Commit.
+	Rollback()
+}
+
+// Queries are the reads the API serves. They are called concurrently from
+// many requests and must be safe for that.
+type Queries interface {
+	// Aggregate splits [from, to) into n equal buckets and aggregates each
+	// (see DESIGN.md "Public contracts"); store.ErrUnknownTag for a tag
+	// never seen.
+	Aggregate(tag string, from, to int64, n int, agg store.Agg) ([]store.Bucket, error)
+	// Raw returns at most limit stored samples in [from, to), in time order.
+	Raw(tag string, from, to int64, limit int) ([]store.Sample, error)
+	// Latest returns the newest sample of each named tag, of all tags when
+	// none is named.
+	Latest(tags ...string) ([]store.Latest, error)
+	// Tags lists the stored tags. The caller may not modify the slice.
+	Tags() []store.TagInfo
+}
+
+// Store is what the API needs from the archive. Begin is called once per
+// import request, concurrently with other requests.
+type Store interface {
+	Begin() Tx
+	Queries
+}
+
+// DB is a store whose Begin returns its own concrete transaction type, as
+// *store.DB does (Begin() *store.Tx).
+type DB[T Tx] interface {
+	Begin() T
+	Queries
+}
+
+// WrapDB adapts a store with a concrete transaction type, such as
+// *store.DB, to Store: api.WrapDB(db). The type arguments are inferred.
+func WrapDB[T Tx, D DB[T]](db D) Store { return dbStore[T, D]{db} }
+
+type dbStore[T Tx, D DB[T]] struct{ db D }
+
+var _ Store = dbStore[Tx, Store]{}
+
+func (s dbStore[T, D]) Begin() Tx { return s.db.Begin() }
+
+func (s dbStore[T, D]) Aggregate(tag string, from, to int64, n int, agg store.Agg) ([]store.Bucket, error) {
+	return s.db.Aggregate(tag, from, to, n, agg)
+}
+
+func (s dbStore[T, D]) Raw(tag string, from, to int64, limit int) ([]store.Sample, error) {
+	return s.db.Raw(tag, from, to, limit)
+}
+
+func (s dbStore[T, D]) Latest(tags ...string) ([]store.Latest, error) { return s.db.Latest(tags...) }
+
+func (s dbStore[T, D]) Tags() []store.TagInfo { return s.db.Tags() }
+
+// Controller writes a value to the device behind a tag. Control returns
+// once the device acknowledged; it is called concurrently. Its errors
+// should wrap ErrNoControlPath, ErrControlForbidden, ErrControlValue,
+// store.ErrUnknownTag or context.DeadlineExceeded where they apply, or
+// implement HTTPStatus() int, so the API answers the right status; any
+// other error is a failed device write (502).
+type Controller interface {
+	Control(ctx context.Context, tag string, value float64, who string) error
+}
+
+// TagMeta is the descriptive metadata /api/v1/tags shows beside each
+// stored tag. Empty fields are left out of the response.
+type TagMeta struct {
+	Unit        string // engineering unit, e.g. "degC"
+	Description string // what the tag measures
+	Source      string // where values come from, e.g. "modbus:boiler/40001"
+	Archive     string // archive policy name
+}
+
+// MetaFunc returns the metadata of a tag; ok is false when it has none.
+// It is called concurrently.
+type MetaFunc func(tag string) (meta TagMeta, ok bool)

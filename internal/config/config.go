@@ -1,0 +1,338 @@
+// Package config is Pith's typed configuration: one TOML file decoded
+// strictly into Config, with defaults and validation.
+//
+// Decoding is strict because a misspelt key in a plant configuration is a
+// silent failure waiting to happen (a register never polled, a retention never
+// applied): every unknown key, wrong value type or malformed duration is an
+// error that names the full key path, array indexes included, for example
+// "modbus.client[0].tags[3].regster: unknown key". Validation errors name the
+// key path the same way.
+//
+// The package is a leaf: it imports no other Pith package, so every part of
+// the program can depend on it without cycles.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is the whole configuration file. Every field has a default (see
+// Default) except the Modbus stations, which are absent unless configured.
+type Config struct {
+	// Site names this installation.
+	Site Site `toml:"site"`
+	// Log sets up the program's logging.
+	Log Log `toml:"log"`
+	// HTTP sets up the HTTP API and dashboard server.
+	HTTP HTTP `toml:"http"`
+	// Store sets up the embedded time-series store.
+	Store Store `toml:"store"`
+	// Modbus lists the Modbus stations polled and the Modbus servers offered.
+	Modbus Modbus `toml:"modbus"`
+	// Ingest sets up the push inputs (line protocol, emoncms, remote_write, MQTT).
+	Ingest Ingest `toml:"ingest"`
+	// MQTT subscribes to a broker.
+	MQTT MQTT `toml:"mqtt"`
+	// Display is the public display page.
+	Display Display `toml:"display"`
+	// Events is the event collector at /api/v1/events.
+	Events Events `toml:"events"`
+	// Forward lists the upstreams values are forwarded to.
+	Forward Forward `toml:"forward"`
+}
+
+// Site names this installation.
+type Site struct {
+	// Name identifies the installation, for example in forwarded data. It
+	// is one tag-path segment: letters, digits, '_' and '-'.
+	Name string `toml:"name"`
+}
+
+// Log levels accepted by Log.Level.
+const (
+	LevelDebug = "debug"
+	LevelInfo  = "info"
+	LevelWarn  = "warn"
+	LevelError = "error"
+)
+
+// Log sets up the program's logging.
+type Log struct {
+	// Level is the lowest level logged: debug, info, warn or error.
+	Level string `toml:"level"`
+}
+
+// SlogLevel returns Level as an slog.Level. An unknown level (which Validate
+// refuses) maps to slog.LevelInfo.
+func (l Log) SlogLevel() slog.Level {
+	switch l.Level {
+	case LevelDebug:
+		return slog.LevelDebug
+	case LevelWarn:
+		return slog.LevelWarn
+	case LevelError:
+		return slog.LevelError
+	default:
+		return slog.LevelInfo
+	}
+}
+
+// HTTP sets up the HTTP API and dashboard server.
+type HTTP struct {
+	// Listen is the host:port the server listens on.
+	Listen string `toml:"listen"`
+	// Auth is "" (keys when any are configured) or "none", which allows
+	// serving on a non-loopback address without keys.
+	Auth string `toml:"auth"`
+	// Keys are the API keys, stored as hashes.
+	Keys []APIKey `toml:"keys"`
+	// TLS is "" (plain HTTP unless TLSCert is set) or "auto": a
+	// self-signed certificate made once and kept in the data directory.
+	TLS string `toml:"tls"`
+	// TLSCert and TLSKey are PEM files of a certificate and its key.
+	TLSCert string `toml:"tls_cert"`
+	TLSKey  string `toml:"tls_key"`
+	// TLSHosts are extra names and addresses for the automatic certificate.
+	TLSHosts []string `toml:"tls_hosts"`
+	// ReadHeaderTimeout, ReadTimeout and IdleTimeout bound slow clients.
+	ReadHeaderTimeout Duration `toml:"read_header_timeout"`
+	ReadTimeout       Duration `toml:"read_timeout"`
+	IdleTimeout       Duration `toml:"idle_timeout"`
+	// MaxHeaderBytes bounds a request's headers.
+	MaxHeaderBytes int `toml:"max_header_bytes"`
+	// RateLimit is requests per second per key (or client address
+	// without keys); 0 turns limiting off. RateBurst is the bucket size.
+	RateLimit float64 `toml:"rate_limit"`
+	RateBurst int     `toml:"rate_burst"`
+}
+
+// APIKey is one API key: its name (for logs), the hash of the key
+// ("sha256:" and 64 hex digits; `pith key NAME` makes both) and its scope.
+type APIKey struct {
+	Name  string `toml:"name"`
+	Hash  string `toml:"hash"`
+	Scope string `toml:"scope"` // read, write or admin
+}
+
+// Ingest sets up the push inputs.
+type Ingest struct {
+	// NewTagsPerMinute caps how many tags the push inputs may create per
+	// minute, against a cardinality explosion; writes over it get 429.
+	NewTagsPerMinute int `toml:"new_tags_per_minute"`
+}
+
+// MQTT subscribes to a broker at QoS 1; a value is acknowledged once stored.
+type MQTT struct {
+	// Enabled turns the subscriber on.
+	Enabled bool `toml:"enabled"`
+	// Broker is mqtt://host:port or tls://host:port.
+	Broker string `toml:"broker"`
+	// Topics are the subscriptions; Prefix is cut from topics before naming.
+	Topics []string `toml:"topics"`
+	Prefix string   `toml:"prefix"`
+	// ClientID is fixed so the broker keeps the session; "" is pith-HOSTNAME.
+	ClientID string `toml:"client_id"`
+	// Username and Password, when the broker wants them.
+	Username string `toml:"username"`
+	Password string `toml:"password"`
+}
+
+// Forward lists the upstreams: each has its own disk-backed queue.
+type Forward struct {
+	NATS []ForwardNATS `toml:"nats"`
+}
+
+// ForwardNATS forwards every tag change to NATS JetStream, subject
+// pith.<site>.samples, deduplicated upstream by batch id.
+type ForwardNATS struct {
+	Name string `toml:"name"` // names the queue directory and the logs
+	URL  string `toml:"url"`  // nats://host:port
+}
+
+// Events is the collector of app and device events.
+type Events struct {
+	// Enabled serves POST and GET /api/v1/events.
+	Enabled bool `toml:"enabled"`
+	// Secret, when set, lets clients sign requests (HMAC-SHA256 over
+	// timestamp and body) instead of sending an API key.
+	Secret string `toml:"secret"`
+}
+
+// Display is the public display page at /display.
+type Display struct {
+	// Enabled serves the page; Public serves it without an API key.
+	Enabled bool `toml:"enabled"`
+	Public  bool `toml:"public"`
+	// Title is the page's heading; Refresh how often it reloads values.
+	Title   string   `toml:"title"`
+	Refresh Duration `toml:"refresh"`
+	// Tiles are the big numbers shown.
+	Tiles []DisplayTile `toml:"tile"`
+}
+
+// DisplayTile is one big number with an optional sparkline.
+type DisplayTile struct {
+	Tag      string   `toml:"tag"`
+	Label    string   `toml:"label"`
+	Unit     string   `toml:"unit"`
+	Decimals int      `toml:"decimals"`
+	Spark    Duration `toml:"spark"` // sparkline window ending now; "0s" draws none
+}
+
+// Durability modes accepted by Store.Durability.
+const (
+	// DurabilityFsync acknowledges a write once it is fsynced.
+	DurabilityFsync = "fsync"
+	// DurabilityRelaxed acknowledges a write once it is in the WAL's
+	// buffer and fsyncs every CommitInterval, trading a bounded loss
+	// window on power cut for far fewer flash writes.
+	DurabilityRelaxed = "relaxed"
+)
+
+// Store sets up the embedded time-series store.
+type Store struct {
+	// Dir is the data directory, relative to the working directory unless
+	// absolute.
+	Dir string `toml:"dir"`
+	// Durability is DurabilityFsync or DurabilityRelaxed.
+	Durability string `toml:"durability"`
+	// CommitInterval is the fsync period in relaxed mode: the most recent
+	// data a power cut may lose.
+	CommitInterval Duration `toml:"commit_interval"`
+	// HeadMaxSamples is the number of in-memory samples beyond which the
+	// head is flushed to chunks.
+	HeadMaxSamples int `toml:"head_max_samples"`
+	// HeadMaxAge flushes the head when its oldest sample arrived this long
+	// ago, so that a quiet plant still reaches the chunks.
+	HeadMaxAge Duration `toml:"head_max_age"`
+	// RetentionRaw is how long raw samples are kept; 0 keeps them forever.
+	RetentionRaw Duration `toml:"retention_raw"`
+	// RetentionRollups is how long rollup tiers are kept; 0 keeps them
+	// forever.
+	RetentionRollups Duration `toml:"retention_rollups"`
+}
+
+// Defaults of the values Default and Parse fill in.
+const (
+	DefaultSiteName         = "site1"
+	DefaultLogLevel         = LevelInfo
+	DefaultHTTPListen       = "127.0.0.1:8080"
+	DefaultStoreDir         = "data"
+	DefaultDurability       = DurabilityFsync
+	DefaultCommitInterval   = Duration(time.Second)
+	DefaultHeadMaxSamples   = 1_000_000
+	DefaultHeadMaxAge       = Duration(10 * time.Minute)
+	DefaultModbusPeriod     = Duration(time.Second)
+	DefaultModbusTimeout    = Duration(time.Second)
+	DefaultModbusClientUnit = 1
+	DefaultModbusTCPPort    = 502
+	DefaultSerialBaud       = 19200
+	DefaultSerialParity     = 'E'
+	DefaultSerialStopBits   = 1
+	DefaultSerialDataBits   = 8
+)
+
+// Default returns the configuration used when no file is given. It
+// validates.
+func Default() *Config {
+	return &Config{
+		Site: Site{Name: DefaultSiteName},
+		Log:  Log{Level: DefaultLogLevel},
+		HTTP: HTTP{
+			Listen:            DefaultHTTPListen,
+			ReadHeaderTimeout: Duration(10 * time.Second),
+			ReadTimeout:       Duration(15 * time.Minute),
+			IdleTimeout:       Duration(2 * time.Minute),
+			MaxHeaderBytes:    64 << 10,
+			RateLimit:         200,
+			RateBurst:         400,
+		},
+		Ingest: Ingest{NewTagsPerMinute: 1000},
+		MQTT: MQTT{
+			Broker: "mqtt://127.0.0.1:1883",
+			Topics: []string{"emon/#"},
+			Prefix: "emon/",
+		},
+		Display: Display{Refresh: Duration(5 * time.Second)},
+		Events:  Events{Enabled: true},
+		Store: Store{
+			Dir:            DefaultStoreDir,
+			Durability:     DefaultDurability,
+			CommitInterval: DefaultCommitInterval,
+			HeadMaxSamples: DefaultHeadMaxSamples,
+			HeadMaxAge:     DefaultHeadMaxAge,
+		},
+	}
+}
+
+// Load reads, decodes and validates the configuration file at path. Its
+// errors start with the path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Parse decodes a configuration file strictly, fills in defaults and
+// validates the result. Callers that change the Config afterwards (command
+// line flags) call Validate again.
+func Parse(data []byte) (*Config, error) {
+	// The generic tree comes first: checking it against the Config type
+	// yields unknown keys and type mismatches with their indexed key paths,
+	// which the decoder's own errors lack.
+	var tree map[string]any
+	if _, err := toml.Decode(string(data), &tree); err != nil {
+		return nil, fmt.Errorf("parse config: %w", err)
+	}
+	if err := checkTree(tree); err != nil {
+		return nil, err
+	}
+	cfg := Default()
+	md, err := toml.Decode(string(data), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("decode config: %w", err)
+	}
+	// checkTree should have caught every unknown key; this is the safety net
+	// should the two ever disagree.
+	if undecoded := md.Undecoded(); len(undecoded) > 0 {
+		errs := make([]error, len(undecoded))
+		for i, k := range undecoded {
+			errs[i] = &KeyError{Key: k.String(), Msg: "unknown key"}
+		}
+		return nil, errors.Join(errs...)
+	}
+	applyElementDefaults(cfg, tree)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// KeyError is a problem with one key of the configuration.
+type KeyError struct {
+	// Key is the full key path, array elements indexed from 0, for
+	// example "modbus.client[0].tags[3].register".
+	Key string
+	// Msg says what is wrong with it.
+	Msg string
+}
+
+// Error returns "key: msg".
+func (e *KeyError) Error() string { return e.Key + ": " + e.Msg }
+
+// keyErrorf returns a *KeyError for key with a formatted message.
+func keyErrorf(key, format string, args ...any) error {
+	return &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)}
+}

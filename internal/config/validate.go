@@ -1,0 +1,284 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Validate checks every value and the relations between them (unique
+// names, consistent serial links). It reports all problems at once, each a
+// *KeyError naming its key path, joined with errors.Join.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(key, format string, args ...any) {
+		errs = append(errs, keyErrorf(key, format, args...))
+	}
+	if err := checkSegment(c.Site.Name); err != nil {
+		add("site.name", "%v", err)
+	}
+	switch c.Log.Level {
+	case LevelDebug, LevelInfo, LevelWarn, LevelError:
+	default:
+		add("log.level", "unknown level %q (want debug, info, warn or error)", c.Log.Level)
+	}
+	if err := checkListen(c.HTTP.Listen); err != nil {
+		add("http.listen", "%v", err)
+	}
+	c.HTTP.validate(add)
+	fwd := map[string]bool{}
+	for i, f := range c.Forward.NATS {
+		at := fmt.Sprintf("forward.nats[%d]", i)
+		if err := checkSegment(f.Name); err != nil {
+			add(at+".name", "%v", err)
+		} else if fwd[f.Name] {
+			add(at+".name", "duplicate forwarder name %q", f.Name)
+		}
+		fwd[f.Name] = true
+		if !strings.HasPrefix(f.URL, "nats://") && !strings.HasPrefix(f.URL, "tls://") {
+			add(at+".url", "want nats://host:port, got %q", f.URL)
+		}
+	}
+	if c.Ingest.NewTagsPerMinute < 1 {
+		add("ingest.new_tags_per_minute", "must be at least 1")
+	}
+	if c.MQTT.Enabled {
+		if !strings.Contains(c.MQTT.Broker, "://") {
+			add("mqtt.broker", "want a URL such as mqtt://127.0.0.1:1883, got %q", c.MQTT.Broker)
+		}
+		if len(c.MQTT.Topics) == 0 {
+			add("mqtt.topics", "no topics to subscribe to")
+		}
+	}
+	if c.Display.Enabled {
+		if len(c.Display.Tiles) == 0 || len(c.Display.Tiles) > 64 {
+			add("display.tile", "want 1 to 64 tiles, have %d", len(c.Display.Tiles))
+		}
+		if c.Display.Refresh < Duration(time.Second) {
+			add("display.refresh", "at least 1s")
+		}
+		for i, t := range c.Display.Tiles {
+			if t.Tag == "" {
+				add(fmt.Sprintf("display.tile[%d].tag", i), "empty tag")
+			}
+			if t.Decimals < 0 || t.Decimals > 10 {
+				add(fmt.Sprintf("display.tile[%d].decimals", i), "want 0 to 10")
+			}
+		}
+	}
+	c.Store.validate(add)
+	errs = append(errs, c.Modbus.validate()...)
+	return errors.Join(errs...)
+}
+
+func (s *Store) validate(add func(key, format string, args ...any)) {
+	if s.Dir == "" {
+		add("store.dir", "data directory is empty")
+	}
+	switch s.Durability {
+	case DurabilityFsync:
+		if s.CommitInterval < 0 {
+			add("store.commit_interval", "must not be negative, got %s", s.CommitInterval)
+		}
+	case DurabilityRelaxed:
+		if s.CommitInterval <= 0 {
+			add("store.commit_interval", "must be > 0 with durability = \"relaxed\", got %s", s.CommitInterval)
+		}
+	default:
+		add("store.durability", "unknown durability %q (want fsync or relaxed)", s.Durability)
+	}
+	if s.HeadMaxSamples < 1 {
+		add("store.head_max_samples", "must be at least 1, got %d", s.HeadMaxSamples)
+	}
+	if s.HeadMaxAge <= 0 {
+		add("store.head_max_age", "must be > 0, got %s", s.HeadMaxAge)
+	}
+	if s.RetentionRaw < 0 {
+		add("store.retention_raw", "must not be negative (0 keeps data forever), got %s", s.RetentionRaw)
+	}
+	if s.RetentionRollups < 0 {
+		add("store.retention_rollups", "must not be negative (0 keeps data forever), got %s", s.RetentionRollups)
+	}
+}
+
+// serialLink remembers the first station on a serial device, since every
+// station sharing an RS-485 bus must use the same line settings.
+type serialLink struct {
+	ep   Endpoint
+	path string
+}
+
+func (m *Modbus) validate() []error {
+	var errs []error
+	add := func(key, format string, args ...any) {
+		errs = append(errs, keyErrorf(key, format, args...))
+	}
+	stations := make(map[string]string)   // station name -> its key path
+	tagNames := make(map[string]string)   // tag name -> its key path
+	serial := make(map[string]serialLink) // device -> first station on it
+	for i := range m.Clients {
+		c := &m.Clients[i]
+		path := "modbus.client[" + strconv.Itoa(i) + "]"
+		if err := checkSegment(c.Name); err != nil {
+			add(path+".name", "%v", err)
+		} else if first, dup := stations[c.Name]; dup {
+			add(path+".name", "station %q already defined at %s", c.Name, first)
+		} else {
+			stations[c.Name] = path
+		}
+		ep, err := parseModbusURL(c.URL)
+		if err != nil {
+			add(path+".url", "%v", err)
+		}
+		switch {
+		case c.Unit < 0 || c.Unit > 255:
+			add(path+".unit", "must be 0..255, got %d", c.Unit)
+		case ep.IsSerial() && (c.Unit < 1 || c.Unit > 247):
+			add(path+".unit", "must be 1..247 on a serial link (0 is broadcast), got %d", c.Unit)
+		}
+		if ep.IsSerial() {
+			if first, ok := serial[ep.Device]; !ok {
+				serial[ep.Device] = serialLink{ep: ep, path: path}
+			} else if first.ep != ep {
+				add(path+".url", "serial settings differ from %s on the same device %s", first.path, ep.Device)
+			}
+		}
+		if c.Period < 0 {
+			add(path+".period", "must not be negative (0 polls as fast as possible), got %s", c.Period)
+		}
+		if c.Timeout <= 0 {
+			add(path+".timeout", "must be > 0, got %s", c.Timeout)
+		}
+		if c.Pause < 0 {
+			add(path+".pause", "must not be negative, got %s", c.Pause)
+		}
+		tags, tagErrs := c.expandTags(path + ".tags")
+		errs = append(errs, tagErrs...)
+		// One duplicate per entry is enough: a count = 100 entry would
+		// otherwise bury the file's other problems.
+		dupEntry := -1
+		for _, t := range tags {
+			key := fmt.Sprintf("%s.tags[%d].name", path, t.Entry)
+			if first, dup := tagNames[t.Name]; dup {
+				if dupEntry != t.Entry {
+					add(key, "tag %q already defined at %s", t.Name, first)
+					dupEntry = t.Entry
+				}
+				continue
+			}
+			tagNames[t.Name] = key
+		}
+	}
+	listens := make(map[string]string) // listen address -> its key path
+	for i := range m.Servers {
+		s := &m.Servers[i]
+		path := "modbus.server[" + strconv.Itoa(i) + "]"
+		if err := checkListen(s.Listen); err != nil {
+			add(path+".listen", "%v", err)
+		} else if first, dup := listens[s.Listen]; dup {
+			add(path+".listen", "address %q already used by %s", s.Listen, first)
+		} else {
+			listens[s.Listen] = path
+		}
+		if s.Unit < 0 || s.Unit > 247 {
+			add(path+".unit", "must be 0..247 (0 answers every unit id), got %d", s.Unit)
+		}
+		_, regErrs := s.expandRegisters(path + ".registers")
+		errs = append(errs, regErrs...)
+	}
+	return errs
+}
+
+// checkSegment accepts names that fit in one segment of a tag path, such as
+// the station name in pith.station.<name>.*: letters, digits, '_' and '-'.
+func checkSegment(name string) error {
+	if name == "" {
+		return errors.New("name is empty")
+	}
+	if !isBareKey(name) {
+		return fmt.Errorf("name %q may only hold letters, digits, '_' and '-'", name)
+	}
+	return nil
+}
+
+// checkListen accepts host:port listen addresses; an empty host listens on
+// every interface and port 0 picks a free port.
+func checkListen(addr string) error {
+	if addr == "" {
+		return errors.New("address is empty (want host:port, such as 127.0.0.1:8080)")
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("address %q is not host:port", addr)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("port %q is not a number 0..65535", port)
+	}
+	return nil
+}
+
+func (h *HTTP) validate(add func(key, format string, args ...any)) {
+	if h.Auth != "" && h.Auth != "none" {
+		add("http.auth", "unknown value %q (want \"\" or \"none\")", h.Auth)
+	}
+	if h.Auth == "none" && len(h.Keys) > 0 {
+		add("http.auth", "\"none\" with keys configured: remove one or the other")
+	}
+	names := map[string]bool{}
+	for i, k := range h.Keys {
+		at := fmt.Sprintf("http.keys[%d]", i)
+		if k.Name == "" {
+			add(at+".name", "empty name")
+		} else if names[k.Name] {
+			add(at+".name", "duplicate key name %q", k.Name)
+		}
+		names[k.Name] = true
+		if !validKeyHash(k.Hash) {
+			add(at+".hash", "want \"sha256:\" and 64 hex digits (pith key NAME prints one)")
+		}
+		switch k.Scope {
+		case "read", "write", "admin":
+		default:
+			add(at+".scope", "unknown scope %q (want read, write or admin)", k.Scope)
+		}
+	}
+	switch h.TLS {
+	case "":
+	case "auto":
+		if h.TLSCert != "" {
+			add("http.tls", "\"auto\" and tls_cert both set: choose one")
+		}
+	default:
+		add("http.tls", "unknown value %q (want \"\" or \"auto\")", h.TLS)
+	}
+	if (h.TLSCert == "") != (h.TLSKey == "") {
+		add("http.tls_key", "tls_cert and tls_key go together")
+	}
+	for key, d := range map[string]Duration{"http.read_header_timeout": h.ReadHeaderTimeout, "http.read_timeout": h.ReadTimeout, "http.idle_timeout": h.IdleTimeout} {
+		if d < 0 {
+			add(key, "negative duration %s", d)
+		}
+	}
+	if h.MaxHeaderBytes < 0 {
+		add("http.max_header_bytes", "negative size %d", h.MaxHeaderBytes)
+	}
+	if h.RateLimit < 0 || h.RateBurst < 0 {
+		add("http.rate_limit", "negative rate or burst")
+	}
+}
+
+func validKeyHash(s string) bool {
+	const p = "sha256:"
+	if len(s) != len(p)+64 || s[:len(p)] != p {
+		return false
+	}
+	for _, c := range s[len(p):] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

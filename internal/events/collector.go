@@ -1,0 +1,529 @@
+package events
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pith-historian/pith/internal/store/vfs"
+	"github.com/pith-historian/pith/internal/store/wal"
+)
+
+// Defaults of Options.
+const (
+	DefaultSegmentSize      = 16 << 20         // bytes per WAL segment; delivered segments are deleted whole
+	DefaultMaxQueueBytes    = 32 << 20         // acknowledged, undelivered bytes held in memory
+	DefaultMaxInflightBytes = 16 << 20         // request bodies being read at once
+	DefaultMaxRequestBytes  = 4 << 20          // one request body
+	DefaultMaxEvents        = 10000            // events in one request
+	DefaultDedupWindow      = 10 * time.Minute // how long an id is remembered
+	DefaultMaxDedupIDs      = 1 << 20          // ids remembered at most; the oldest go first
+	DefaultGzipLevel        = gzip.BestSpeed   // sink compression: on a Pi, CPU is scarcer than disk
+	DefaultRotateEvery      = time.Minute      // age of a sink file before it is closed
+	DefaultMaxFileBytes     = 64 << 20         // uncompressed bytes of a sink file before it is closed
+	DefaultRetryMin         = 100 * time.Millisecond
+	DefaultRetryMax         = 30 * time.Second
+	DefaultDrainTimeout     = 10 * time.Second // how long Close retries a failing sink
+	DefaultRecentEvents     = 10000            // events kept for GET /api/v1/events
+	DefaultRetryAfter       = time.Second      // Retry-After of a 503
+)
+
+// Options configure a Collector.
+type Options struct {
+	FS                  vfs.FS                                           // filesystem; nil means the real one
+	Durability          wal.Durability                                   // when an acknowledgement is sent
+	SegmentSize         int64                                            // WAL segment size
+	MaxQueueBytes       int64                                            // over it, POST answers 503
+	MaxInflightBytes    int64                                            // over it, POST answers 503 before reading
+	MaxRequestBytes     int64                                            // larger bodies get 413
+	MaxEventsPerRequest int                                              // more events get 400
+	DedupWindow         time.Duration                                    // duplicates by id within it are dropped
+	MaxDedupIDs         int                                              // bound on remembered ids
+	RotateEvery         time.Duration                                    // sink file age limit
+	MaxFileBytes        int64                                            // sink file size limit (uncompressed); at most MaxQueueBytes/2
+	GzipLevel           int                                              // compress/gzip level of sink files (1 fastest .. 9 smallest)
+	RetryMin            time.Duration                                    // first sink retry delay
+	RetryMax            time.Duration                                    // longest sink retry delay
+	DrainTimeout        time.Duration                                    // Close gives up on a failing sink after it
+	RecentEvents        int                                              // size of the in-memory ring served by GET
+	RetryAfter          time.Duration                                    // sent with 503
+	OnCounts            func(minute time.Time, counts map[string]uint64) // per-name counts of each minute; may be nil
+	Secret              []byte                                           // HMAC-SHA256 key for SignatureHeader; nil disables signatures
+	RequireSignature    bool                                             // refuse POSTs without a good signature (else unsigned ones pass to the caller's auth)
+	Now                 func() time.Time                                 // clock; nil means time.Now
+}
+
+// DefaultOptions returns the options of a collector acknowledging after
+// fsync on the real filesystem.
+func DefaultOptions() Options {
+	return Options{
+		FS:                  vfs.OS{},
+		Durability:          wal.DurabilityFsync,
+		SegmentSize:         DefaultSegmentSize,
+		MaxQueueBytes:       DefaultMaxQueueBytes,
+		MaxInflightBytes:    DefaultMaxInflightBytes,
+		MaxRequestBytes:     DefaultMaxRequestBytes,
+		MaxEventsPerRequest: DefaultMaxEvents,
+		DedupWindow:         DefaultDedupWindow,
+		MaxDedupIDs:         DefaultMaxDedupIDs,
+		RotateEvery:         DefaultRotateEvery,
+		MaxFileBytes:        DefaultMaxFileBytes,
+		GzipLevel:           DefaultGzipLevel,
+		RetryMin:            DefaultRetryMin,
+		RetryMax:            DefaultRetryMax,
+		DrainTimeout:        DefaultDrainTimeout,
+		RecentEvents:        DefaultRecentEvents,
+		RetryAfter:          DefaultRetryAfter,
+	}
+}
+
+// fill replaces zero fields with defaults.
+func (o *Options) fill() {
+	d := DefaultOptions()
+	if o.FS == nil {
+		o.FS = d.FS
+	}
+	setDefault(&o.SegmentSize, d.SegmentSize)
+	setDefault(&o.MaxQueueBytes, d.MaxQueueBytes)
+	setDefault(&o.MaxInflightBytes, d.MaxInflightBytes)
+	setDefault(&o.MaxRequestBytes, d.MaxRequestBytes)
+	setDefault(&o.MaxEventsPerRequest, d.MaxEventsPerRequest)
+	setDefault(&o.DedupWindow, d.DedupWindow)
+	setDefault(&o.MaxDedupIDs, d.MaxDedupIDs)
+	setDefault(&o.RotateEvery, d.RotateEvery)
+	setDefault(&o.MaxFileBytes, d.MaxFileBytes)
+	if o.GzipLevel < gzip.BestSpeed || o.GzipLevel > gzip.BestCompression {
+		o.GzipLevel = d.GzipLevel
+	}
+	setDefault(&o.RetryMin, d.RetryMin)
+	setDefault(&o.RetryMax, d.RetryMax)
+	setDefault(&o.DrainTimeout, d.DrainTimeout)
+	setDefault(&o.RecentEvents, d.RecentEvents)
+	setDefault(&o.RetryAfter, d.RetryAfter)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	// The queue frees a record only when the sink file holding it is
+	// complete, so a file must fit in the queue with room to spare, or
+	// the collector would answer 503 while waiting for a rotation.
+	o.MaxFileBytes = min(o.MaxFileBytes, o.MaxQueueBytes/2)
+}
+
+func setDefault[T int | int64 | time.Duration](p *T, d T) {
+	if *p <= 0 {
+		*p = d
+	}
+}
+
+// Stats are the collector's counters for diagnostics.
+type Stats struct {
+	Accepted       uint64    // events acknowledged
+	Duplicates     uint64    // events dropped as duplicates by id
+	Rejected       uint64    // requests refused as invalid (400, 413)
+	Overloaded     uint64    // requests refused for lack of memory or while closing (503)
+	Delivered      uint64    // WAL records delivered to the sink (and cursor saved)
+	Files          uint64    // sink files written
+	SinkErrors     uint64    // failed sink attempts (each retried)
+	BacklogBytes   int64     // acknowledged bytes in memory not yet delivered
+	BacklogRecords int       // acknowledged records in memory not yet delivered
+	DedupIDs       int       // ids remembered for dedup
+	WAL            wal.Stats // the durable queue's counters
+}
+
+// queued is a WAL record waiting for the sink.
+type queued struct {
+	pos wal.Pos
+	rec []byte // header and NDJSON lines, as in the WAL
+}
+
+// seenID is what the dedup map keeps of an id: where its record is, so a
+// duplicate's acknowledgement waits for the original to be durable.
+type seenID struct {
+	pos wal.Pos
+	exp int64 // Unix ms after which the id is forgotten
+}
+
+// expiring is an id in arrival order, for forgetting ids cheaply.
+type expiring struct {
+	id  string
+	exp int64
+}
+
+// Collector accepts events, keeps them in a WAL until its file sink has
+// them, and serves the recent ones. All methods are safe for concurrent
+// use.
+type Collector struct {
+	dir  string
+	opts Options
+	log  *slog.Logger
+	wal  *wal.WAL
+	sink *fileSink
+
+	// mu guards the fields below. It is held across wal.Append (never
+	// across Sync) so that the WAL order, the queue order and the dedup
+	// decisions agree.
+	mu         sync.Mutex
+	closed     bool
+	seen       map[string]seenID
+	expiry     []expiring // ids by arrival; expiry[expHead:] are live
+	expHead    int
+	queue      []queued // appended, not yet delivered, in WAL order
+	queueBytes int64
+	recent     ring
+	counts     map[string]uint64
+	countMin   int64 // the minute (Unix ms) counts are for
+
+	inflight atomic.Int64 // bytes of request bodies being read
+
+	notify   chan struct{} // wakes the sink loop; buffered 1
+	stop     chan struct{} // closed by Close
+	sinkDone chan struct{}
+	tickDone chan struct{}
+
+	stats struct {
+		accepted, dups, rejected, overloaded, delivered, files, sinkErrors atomic.Uint64
+	}
+}
+
+// recHeaderSize is the bytes before the NDJSON lines in a WAL record: the
+// arrival time in Unix ms, little endian.
+const recHeaderSize = 8
+
+// New opens (or creates) the collector in dir: it opens the WAL, rebuilds
+// the dedup map and the recent ring from the records not yet delivered,
+// and starts the sink loop, which first delivers that backlog.
+func New(dir string, opts Options, log *slog.Logger) (*Collector, error) {
+	opts.fill()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("component", "events")
+	wo := wal.DefaultOptions()
+	wo.FS = opts.FS
+	wo.Durability = opts.Durability
+	wo.SegmentSize = opts.SegmentSize
+	// The canonical form can be several times the body (an assigned id
+	// and time, "<" escaped as six bytes), so leave ample room.
+	wo.MaxRecordSize = int(opts.MaxRequestBytes)*16 + recHeaderSize
+	w, err := wal.Open(filepath.Join(dir, "wal"), wo, log)
+	if err != nil {
+		return nil, fmt.Errorf("open events wal: %w", err)
+	}
+	sink, err := newFileSink(opts.FS, dir, opts, log)
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	c := &Collector{
+		dir:      dir,
+		opts:     opts,
+		log:      log,
+		wal:      w,
+		sink:     sink,
+		seen:     map[string]seenID{},
+		recent:   newRing(opts.RecentEvents),
+		counts:   map[string]uint64{},
+		notify:   make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		sinkDone: make(chan struct{}),
+		tickDone: make(chan struct{}),
+	}
+	if err := c.rebuild(); err != nil {
+		w.Close()
+		return nil, err
+	}
+	go c.sinkLoop()
+	go c.tickLoop()
+	return c, nil
+}
+
+// rebuild reads every record left in the WAL (the undelivered ones and
+// the delivered ones whose segment is not deleted yet) to remember their
+// ids (those within the dedup window) and to refill the recent ring.
+func (c *Collector) rebuild() error {
+	now := c.opts.Now().UnixMilli()
+	window := c.opts.DedupWindow.Milliseconds()
+	n := 0
+	err := c.wal.Replay(wal.Pos{}, func(pos wal.Pos, rec []byte) error {
+		if len(rec) < recHeaderSize {
+			return fmt.Errorf("decode events record at %v: %d bytes", pos, len(rec))
+		}
+		arrival := int64(binary.LittleEndian.Uint64(rec))
+		for line := range bytes.Lines(rec[recHeaderSize:]) {
+			var ev Event
+			if err := json.Unmarshal(line, &ev); err != nil {
+				return fmt.Errorf("decode event at %v: %w", pos, err)
+			}
+			if arrival+window > now {
+				c.remember(ev.ID, pos, arrival+window)
+			}
+			c.recent.add(ev)
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("replay events wal: %w", err)
+	}
+	if n > 0 {
+		c.log.Info("events wal replayed", "events", n, "remembered_ids", len(c.seen))
+	}
+	return nil
+}
+
+// remember adds id to the dedup map, forgetting the oldest id when the
+// map is full. The caller holds mu (or is New).
+func (c *Collector) remember(id string, pos wal.Pos, exp int64) {
+	if len(c.seen) >= c.opts.MaxDedupIDs {
+		c.forget(int64(^uint64(0) >> 1))
+	}
+	c.seen[id] = seenID{pos: pos, exp: exp}
+	c.expiry = append(c.expiry, expiring{id, exp})
+}
+
+// forget drops ids that expired by now, or just the oldest one when now
+// is the largest time (the map is full). The caller holds mu.
+func (c *Collector) forget(now int64) {
+	full := now == int64(^uint64(0)>>1)
+	for c.expHead < len(c.expiry) {
+		e := c.expiry[c.expHead]
+		if e.exp > now {
+			break
+		}
+		c.expiry[c.expHead] = expiring{}
+		c.expHead++
+		// An id seen again later has a later expiry in the map; keep it.
+		if s, ok := c.seen[e.id]; ok && s.exp == e.exp {
+			delete(c.seen, e.id)
+			if full {
+				break
+			}
+		}
+	}
+	// Compact once the dead prefix is half the slice, so that it does not
+	// grow for ever.
+	if c.expHead > 1024 && c.expHead*2 > len(c.expiry) {
+		n := copy(c.expiry, c.expiry[c.expHead:])
+		clear(c.expiry[n:])
+		c.expiry, c.expHead = c.expiry[:n], 0
+	}
+}
+
+// Errors of Accept.
+var (
+	// ErrOverloaded means the memory bound is reached: retry later.
+	ErrOverloaded = errors.New("event collector overloaded")
+	// ErrClosed means the collector is closing or closed.
+	ErrClosed = errors.New("event collector closed")
+)
+
+// Accept makes evs durable, dropping those whose id was seen within the
+// dedup window (also within evs), and returns how many were new and how
+// many were duplicates. When it returns nil every event of evs is
+// durable (the duplicates' originals too). arrival is the Unix ms time of
+// the request. It returns ErrOverloaded or ErrClosed without storing
+// anything.
+func (c *Collector) Accept(ctx context.Context, evs []Event, arrival int64) (accepted, dups int, err error) {
+	return c.accept(ctx, evs, arrival, "")
+}
+
+// accept is Accept; a non-empty sigKey names a signed request, whose
+// repetition within the dedup window is answered as all duplicates
+// (a client's retry or an attacker's replay alike).
+func (c *Collector) accept(ctx context.Context, evs []Event, arrival int64, sigKey string) (accepted, dups int, err error) {
+	// Encode outside the lock; duplicates are cut out under it.
+	buf := make([]byte, recHeaderSize, recHeaderSize+len(evs)*128)
+	binary.LittleEndian.PutUint64(buf, uint64(arrival))
+	ends := make([]int, len(evs))
+	for i := range evs {
+		buf = AppendJSON(buf, &evs[i])
+		ends[i] = len(buf)
+	}
+	exp := arrival + c.opts.DedupWindow.Milliseconds()
+
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return 0, 0, ErrClosed
+	}
+	if c.queueBytes+int64(len(buf)) > c.opts.MaxQueueBytes && len(c.queue) > 0 {
+		c.mu.Unlock()
+		return 0, 0, ErrOverloaded
+	}
+	var waitFor wal.Pos
+	rec := buf
+	var dupIdx map[int]bool
+	replayed := false
+	if sigKey != "" {
+		if s, ok := c.seen[sigKey]; ok && s.exp > arrival {
+			replayed, waitFor = true, s.pos
+		}
+	}
+	for i := range evs {
+		s, ok := c.seen[evs[i].ID]
+		if !replayed && (!ok || s.exp <= arrival) {
+			continue
+		}
+		if dupIdx == nil {
+			dupIdx = map[int]bool{}
+		}
+		dupIdx[i] = true
+		if ok && waitFor.Less(s.pos) {
+			waitFor = s.pos
+		}
+	}
+	// Duplicates inside the request itself.
+	var inReq map[string]bool
+	if len(evs) > 1 {
+		inReq = make(map[string]bool, len(evs))
+		for i := range evs {
+			if inReq[evs[i].ID] && !dupIdx[i] {
+				if dupIdx == nil {
+					dupIdx = map[int]bool{}
+				}
+				dupIdx[i] = true
+			}
+			inReq[evs[i].ID] = true
+		}
+	}
+	if len(dupIdx) > 0 {
+		rec = make([]byte, recHeaderSize, len(buf))
+		copy(rec, buf[:recHeaderSize])
+		start := recHeaderSize
+		for i := range evs {
+			if !dupIdx[i] {
+				rec = append(rec, buf[start:ends[i]]...)
+			}
+			start = ends[i]
+		}
+	}
+	dups = len(dupIdx)
+	accepted = len(evs) - dups
+	if accepted > 0 {
+		pos, err := c.wal.Append(rec)
+		if err != nil {
+			c.mu.Unlock()
+			return 0, 0, fmt.Errorf("append events: %w", err)
+		}
+		if waitFor.Less(pos) {
+			waitFor = pos
+		}
+		c.queue = append(c.queue, queued{pos: pos, rec: rec})
+		c.queueBytes += int64(len(rec))
+		if sigKey != "" {
+			c.remember(sigKey, pos, arrival+max(c.opts.DedupWindow, 2*SignatureWindow).Milliseconds())
+		}
+		for i := range evs {
+			if dupIdx[i] {
+				continue
+			}
+			c.remember(evs[i].ID, pos, exp)
+			c.recent.add(evs[i])
+			// Counted by arrival into the open minute; the ticker hands
+			// a minute out within a second of its end, so an event may
+			// land in the minute before its arrival by up to a second.
+			c.counts[evs[i].Name]++
+		}
+	}
+	c.mu.Unlock()
+	if accepted > 0 {
+		select {
+		case c.notify <- struct{}{}:
+		default:
+		}
+	}
+	if waitFor != (wal.Pos{}) {
+		if err := c.wal.Sync(ctx, waitFor); err != nil {
+			return 0, 0, fmt.Errorf("sync events: %w", err)
+		}
+	}
+	c.stats.accepted.Add(uint64(accepted))
+	c.stats.dups.Add(uint64(dups))
+	return accepted, dups, nil
+}
+
+// tickLoop hands out per-minute counts and forgets expired ids.
+func (c *Collector) tickLoop() {
+	defer close(c.tickDone)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			c.flushCounts(true)
+			return
+		case <-t.C:
+			now := c.opts.Now().UnixMilli()
+			c.mu.Lock()
+			c.forget(now)
+			c.mu.Unlock()
+			c.flushCounts(false)
+		}
+	}
+}
+
+// flushCounts hands the counts of the minute that ended (or, at close, of
+// the current one) to OnCounts.
+func (c *Collector) flushCounts(final bool) {
+	now := c.opts.Now().UnixMilli()
+	minute := now - now%60000
+	c.mu.Lock()
+	if c.countMin == 0 {
+		c.countMin = minute
+	}
+	if minute == c.countMin && !final {
+		c.mu.Unlock()
+		return
+	}
+	counts, at := c.counts, c.countMin
+	c.counts, c.countMin = map[string]uint64{}, minute
+	c.mu.Unlock()
+	if c.opts.OnCounts != nil && len(counts) > 0 {
+		c.opts.OnCounts(time.UnixMilli(at).UTC(), counts)
+	}
+}
+
+// Close stops accepting events, delivers what is queued to the sink
+// (retrying for at most DrainTimeout; anything left stays in the WAL for
+// the next start), hands out the last counts and closes the WAL.
+func (c *Collector) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.closed = true
+	c.mu.Unlock()
+	close(c.stop)
+	<-c.sinkDone
+	<-c.tickDone
+	if err := c.wal.Close(); err != nil {
+		return fmt.Errorf("close events wal: %w", err)
+	}
+	return nil
+}
+
+// Stats returns the counters.
+func (c *Collector) Stats() Stats {
+	c.mu.Lock()
+	s := Stats{BacklogBytes: c.queueBytes, BacklogRecords: len(c.queue), DedupIDs: len(c.seen)}
+	c.mu.Unlock()
+	s.Accepted = c.stats.accepted.Load()
+	s.Duplicates = c.stats.dups.Load()
+	s.Rejected = c.stats.rejected.Load()
+	s.Overloaded = c.stats.overloaded.Load()
+	s.Delivered = c.stats.delivered.Load()
+	s.Files = c.stats.files.Load()
+	s.SinkErrors = c.stats.sinkErrors.Load()
+	s.WAL = c.wal.Stats()
+	return s
+}

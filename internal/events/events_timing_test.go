@@ -1,0 +1,184 @@
+package events
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pith-historian/pith/internal/store/vfs"
+)
+
+// batchBody returns an NDJSON body of n events of about 100 bytes each.
+func batchBody(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "{\"name\":\"app.click\",\"source\":{\"device\":\"pi-%02d\"},\"num\":{\"x\":%d},\"str\":{\"btn\":\"ok\"}}\n", i%7, i)
+	}
+	return b.String()
+}
+
+// BenchmarkPostFsync posts requests of 14 events (~100 B each) through the
+// handler into the WAL on the real disk, acknowledging after fsync (group
+// commit across the parallel requests), with the file sink running.
+//
+// Run with: go test -run '^$' -bench PostFsync -benchtime 5s ./internal/events/
+func BenchmarkPostFsync(b *testing.B) {
+	for _, par := range []int{1, 16, 64} {
+		b.Run(fmt.Sprintf("par=%d", par), func(b *testing.B) {
+			opts := DefaultOptions()
+			opts.FS = vfs.OS{}
+			opts.RotateEvery = 10 * time.Second
+			dir := b.TempDir()
+			c, err := New(dir, opts, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			h := c.Handler()
+			body := batchBody(14)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			b.SetParallelism(par)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					req := httptest.NewRequest("POST", "/api/v1/events", strings.NewReader(body))
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, req)
+					if rec.Code != 200 {
+						// Retry-After answers are part of the load; count them.
+						if rec.Code != 503 {
+							b.Errorf("post: %d %s", rec.Code, rec.Body)
+						}
+					}
+				}
+			})
+			b.StopTimer()
+			st := c.Stats()
+			b.ReportMetric(float64(st.Accepted)/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(float64(st.Overloaded), "503s")
+			if st.WAL.Fsyncs > 0 {
+				b.ReportMetric(float64(st.Accepted)/float64(st.WAL.Fsyncs), "events/fsync")
+			}
+			if err := c.Close(); err != nil {
+				b.Fatal(err)
+			}
+			var size int64
+			filepath.WalkDir(filepath.Join(dir, "events"), func(p string, d fs.DirEntry, err error) error {
+				if err == nil && strings.HasSuffix(p, ".ndjson.gz") {
+					if fi, err := d.Info(); err == nil {
+						size += fi.Size()
+					}
+				}
+				return nil
+			})
+			b.ReportMetric(float64(size)/float64(st.Accepted), "B/event-on-disk")
+		})
+	}
+}
+
+// BenchmarkDecode measures the JSON decoder alone on 14-event bodies.
+//
+// Run with: go test -run '^$' -bench Decode ./internal/events/
+func BenchmarkDecode(b *testing.B) {
+	body := []byte(batchBody(14))
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	var evs []Event
+	for b.Loop() {
+		var err error
+		evs, err = Decode(evs[:0], bytes.NewReader(body), 1, 100)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*14)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkDecodeBytes measures the fast decoder on 14-event bodies.
+//
+// Run with: go test -run '^$' -bench DecodeBytes ./internal/events/
+func BenchmarkDecodeBytes(b *testing.B) {
+	body := []byte(batchBody(14))
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	var evs []Event
+	for b.Loop() {
+		var err error
+		evs, err = DecodeBytes(evs[:0], body, 1, 100)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*14)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkAppendJSON measures the canonical encoder used for the WAL.
+//
+// Run with: go test -run '^$' -bench AppendJSON ./internal/events/
+func BenchmarkAppendJSON(b *testing.B) {
+	evs, err := Decode(nil, strings.NewReader(batchBody(14)), 1, 100)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var buf []byte
+	for b.Loop() {
+		buf = buf[:0]
+		for i := range evs {
+			buf = AppendJSON(buf, &evs[i])
+		}
+	}
+	b.SetBytes(int64(len(buf)))
+	b.ReportMetric(float64(b.N*14)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkPostLoopback is BenchmarkPostFsync over a real HTTP server on
+// loopback with keep-alive clients in the same process (which take their
+// share of the CPU, so this understates a server measured with wrk).
+//
+// Run with: go test -run '^$' -bench PostLoopback -benchtime 5s ./internal/events/
+func BenchmarkPostLoopback(b *testing.B) {
+	opts := DefaultOptions()
+	opts.RotateEvery = 10 * time.Second
+	c, err := New(b.TempDir(), opts, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(c.Handler())
+	defer srv.Close()
+	tr := &http.Transport{MaxIdleConnsPerHost: 128}
+	client := &http.Client{Transport: tr}
+	body := batchBody(14)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			resp, err := client.Post(srv.URL+"/api/v1/events", "application/x-ndjson", strings.NewReader(body))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 && resp.StatusCode != 503 {
+				b.Errorf("post: %d", resp.StatusCode)
+			}
+		}
+	})
+	b.StopTimer()
+	st := c.Stats()
+	b.ReportMetric(float64(st.Accepted)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(st.Overloaded), "503s")
+	if err := c.Close(); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -1,0 +1,207 @@
+package events
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/pith-historian/pith/internal/jsonenc"
+)
+
+// Limits of GET /api/v1/events.
+const (
+	defaultListLimit = 100
+	maxListLimit     = 10000
+)
+
+// Handler serves POST and GET /api/v1/events. A POST carrying
+// SignatureHeader is authenticated here (401 when the signature is bad);
+// any other request is left to the caller's middleware (POST needs the
+// write scope), unless Options.RequireSignature refuses unsigned POSTs.
+func (c *Collector) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v1/events", c.servePost)
+	mux.HandleFunc("GET /api/v1/events", c.serveList)
+	return mux
+}
+
+// servePost decodes, validates and accepts the events of one request,
+// answering 200 {"accepted": N, "duplicates": D} once they are durable.
+func (c *Collector) servePost(w http.ResponseWriter, r *http.Request) {
+	// Reserve memory for the body before reading it, so that many slow
+	// clients cannot make the collector hold more than MaxInflightBytes.
+	reserve := c.opts.MaxRequestBytes
+	if r.ContentLength >= 0 && r.ContentLength < reserve {
+		reserve = r.ContentLength
+	}
+	if r.ContentLength > c.opts.MaxRequestBytes {
+		c.stats.rejected.Add(1)
+		writeError(w, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(c.opts.MaxRequestBytes, 10)+" bytes", -1)
+		return
+	}
+	// A lone request is always let in, even when MaxRequestBytes is
+	// larger than MaxInflightBytes.
+	if n := c.inflight.Add(reserve); n > c.opts.MaxInflightBytes && n != reserve {
+		c.inflight.Add(-reserve)
+		c.overloaded(w)
+		return
+	}
+	defer c.inflight.Add(-reserve)
+	// Events are decoded into a plain slice per request: the maps of an
+	// event escape into the WAL encoder and the ring.
+	// The body is read whole: the fast decoder and the signature both
+	// need it in one piece, and its size is already reserved.
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, reserve))
+	if err != nil {
+		c.stats.rejected.Add(1)
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(mbe.Limit, 10)+" bytes", -1)
+		} else {
+			writeError(w, http.StatusBadRequest, "read body: "+err.Error(), -1)
+		}
+		return
+	}
+	nowT := c.opts.Now()
+	now := nowT.UnixMilli()
+	sigKey := ""
+	if h := r.Header.Get(SignatureHeader); h != "" || c.opts.RequireSignature {
+		if len(c.opts.Secret) == 0 {
+			writeError(w, http.StatusUnauthorized, "signatures are not configured", -1)
+			return
+		}
+		sig, err := verifySignature(c.opts.Secret, h, raw, nowT)
+		if err != nil {
+			c.stats.rejected.Add(1)
+			writeError(w, http.StatusUnauthorized, err.Error(), -1)
+			return
+		}
+		// Control bytes cannot occur in an event id, so this key never
+		// meets one in the dedup map.
+		sigKey = "\x00sig:" + sig
+	}
+	evs, err := DecodeBytes(nil, raw, now, c.opts.MaxEventsPerRequest)
+	if err != nil {
+		c.stats.rejected.Add(1)
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			writeError(w, http.StatusBadRequest, ve.Error(), ve.Index)
+		} else {
+			writeError(w, http.StatusBadRequest, err.Error(), -1)
+		}
+		return
+	}
+	accepted, dups, err := c.accept(r.Context(), evs, now, sigKey)
+	switch {
+	case errors.Is(err, ErrOverloaded), errors.Is(err, ErrClosed):
+		c.overloaded(w)
+		return
+	case err != nil:
+		c.log.Error("accept events", "err", err)
+		writeError(w, http.StatusInternalServerError, err.Error(), -1)
+		return
+	}
+	b := make([]byte, 0, 48)
+	b = append(b, `{"accepted":`...)
+	b = strconv.AppendInt(b, int64(accepted), 10)
+	b = append(b, `,"duplicates":`...)
+	b = strconv.AppendInt(b, int64(dups), 10)
+	b = append(b, "}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}
+
+// overloaded answers 503 with Retry-After.
+func (c *Collector) overloaded(w http.ResponseWriter) {
+	c.stats.overloaded.Add(1)
+	secs := int64((c.opts.RetryAfter + time.Second - 1) / time.Second)
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	writeError(w, http.StatusServiceUnavailable, "event collector busy; retry later", -1)
+}
+
+// writeError answers {"error": msg} and, when index >= 0, the index of the
+// offending event.
+func writeError(w http.ResponseWriter, code int, msg string, index int) {
+	b := append([]byte(`{"error":`), jsonenc.AppendString(nil, msg)...)
+	if index >= 0 {
+		b = append(b, `,"event":`...)
+		b = strconv.AppendInt(b, int64(index), 10)
+	}
+	b = append(b, "}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(b)
+}
+
+// ListQuery selects recent events: time in [From, To) when set, Name and
+// Source (matching device, client or session) when not empty, at most
+// Limit, newest first.
+type ListQuery struct {
+	From, To int64
+	Name     string
+	Source   string
+	Limit    int
+}
+
+// Recent returns the events of the in-memory ring that match q, newest
+// (by arrival) first. The ring holds the last RecentEvents events only.
+func (c *Collector) Recent(q ListQuery) []Event {
+	if q.Limit <= 0 {
+		q.Limit = defaultListLimit
+	}
+	var out []Event
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recent.each(func(ev *Event) bool {
+		switch {
+		case q.From != 0 && ev.Time < q.From, q.To != 0 && ev.Time >= q.To,
+			q.Name != "" && ev.Name != q.Name,
+			q.Source != "" && ev.Source.Device != q.Source && ev.Source.Client != q.Source && ev.Source.Session != q.Source:
+			return true
+		}
+		out = append(out, *ev)
+		return len(out) < q.Limit
+	})
+	return out
+}
+
+// serveList answers GET /api/v1/events?from=&to=&name=&source=&limit=
+// with {"events": [...]}.
+func (c *Collector) serveList(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	var q ListQuery
+	var err error
+	for _, p := range [...]struct {
+		name string
+		dst  *int64
+	}{{"from", &q.From}, {"to", &q.To}} {
+		if s := v.Get(p.name); s != "" {
+			if *p.dst, err = strconv.ParseInt(s, 10, 64); err != nil {
+				writeError(w, http.StatusBadRequest, p.name+" must be Unix ms", -1)
+				return
+			}
+		}
+	}
+	if s := v.Get("limit"); s != "" {
+		if q.Limit, err = strconv.Atoi(s); err != nil || q.Limit <= 0 || q.Limit > maxListLimit {
+			writeError(w, http.StatusBadRequest, "limit must be 1 to "+strconv.Itoa(maxListLimit), -1)
+			return
+		}
+	}
+	q.Name, q.Source = v.Get("name"), v.Get("source")
+	evs := c.Recent(q)
+	b := make([]byte, 0, 64+len(evs)*128)
+	b = append(b, `{"events":[`...)
+	for i := range evs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendJSON(b, &evs[i])
+		b = b[:len(b)-1] // the newline
+	}
+	b = append(b, "]}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}

@@ -1,0 +1,179 @@
+package forward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults of NATSOptions.
+const (
+	DefaultNATSStream    = "PITH"           // JetStream stream created when missing
+	DefaultNATSSubjects  = "pith.*.samples" // subjects of that stream
+	DefaultNATSDupWindow = 10 * time.Minute // the stream's duplicate window; must exceed CursorInterval plus the longest send
+	DefaultNATSTimeout   = 10 * time.Second // wait for one publish ack
+	natsConnectTimeout   = 5 * time.Second  // wait for the TCP and NATS handshake
+	natsReconnectWait    = 500 * time.Millisecond
+
+	// jsErrCodeMessageTooLarge is the server's JSStreamMessageExceedsMaximumErr,
+	// which nats.go does not name.
+	jsErrCodeMessageTooLarge jetstream.ErrorCode = 10054
+)
+
+// NATSOptions configure a NATSSink.
+type NATSOptions struct {
+	URL       string        // e.g. nats://127.0.0.1:4222
+	Site      string        // the subject is pith.<Site>.samples
+	Stream    string        // stream created when missing
+	Subjects  []string      // subjects of a created stream
+	DupWindow time.Duration // duplicate window of a created stream
+	Timeout   time.Duration // wait for one publish ack
+}
+
+// DefaultNATSOptions returns the options of a sink to the local server.
+func DefaultNATSOptions() NATSOptions {
+	return NATSOptions{
+		URL:       nats.DefaultURL,
+		Stream:    DefaultNATSStream,
+		Subjects:  []string{DefaultNATSSubjects},
+		DupWindow: DefaultNATSDupWindow,
+		Timeout:   DefaultNATSTimeout,
+	}
+}
+
+// NATSSink publishes batches to JetStream, one message per batch with the
+// batch id as Nats-Msg-Id so that the stream drops resent batches, and
+// waits for each publish ack. It connects on first use and after the
+// connection is lost, so an unreachable server is an ordinary, retried
+// send error.
+type NATSSink struct {
+	opts    NATSOptions
+	log     *slog.Logger
+	subject string
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	ready   bool // the stream is known to exist on this connection
+
+	dups atomic.Uint64
+}
+
+var _ Sink = (*NATSSink)(nil)
+
+// NewNATSSink returns a sink; it does not connect yet.
+func NewNATSSink(opts NATSOptions, log *slog.Logger) (*NATSSink, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	def := DefaultNATSOptions()
+	if opts.Site == "" {
+		return nil, errors.New("create nats sink: site name is empty")
+	}
+	if opts.URL == "" {
+		opts.URL = def.URL
+	}
+	if opts.Stream == "" {
+		opts.Stream = def.Stream
+	}
+	if len(opts.Subjects) == 0 {
+		opts.Subjects = def.Subjects
+	}
+	if opts.DupWindow <= 0 {
+		opts.DupWindow = def.DupWindow
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = def.Timeout
+	}
+	return &NATSSink{opts: opts, log: log, subject: "pith." + opts.Site + ".samples"}, nil
+}
+
+// Subject returns the subject batches are published to.
+func (s *NATSSink) Subject() string { return s.subject }
+
+// Duplicates returns how many publishes the stream acknowledged as
+// duplicates of an earlier one: resends after a lost ack or a restart.
+func (s *NATSSink) Duplicates() uint64 { return s.dups.Load() }
+
+// connect makes sure a connection and the stream exist.
+func (s *NATSSink) connect(ctx context.Context) error {
+	if s.nc != nil && s.nc.IsClosed() {
+		s.nc, s.js, s.ready = nil, nil, false
+	}
+	if s.nc == nil {
+		nc, err := nats.Connect(s.opts.URL,
+			nats.Name("pith-forward-"+s.opts.Site),
+			nats.Timeout(natsConnectTimeout),
+			nats.MaxReconnects(-1),
+			nats.ReconnectWait(natsReconnectWait),
+			// Fail publishes at once while disconnected instead of
+			// buffering them: the queue is the buffer.
+			nats.ReconnectBufSize(-1),
+		)
+		if err != nil {
+			return fmt.Errorf("connect to nats %s: %w", s.opts.URL, err)
+		}
+		js, err := jetstream.New(nc)
+		if err != nil {
+			nc.Close()
+			return fmt.Errorf("open jetstream: %w", err)
+		}
+		s.nc, s.js = nc, js
+	}
+	if !s.ready {
+		_, err := s.js.Stream(ctx, s.opts.Stream)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			_, err = s.js.CreateStream(ctx, jetstream.StreamConfig{
+				Name:       s.opts.Stream,
+				Subjects:   s.opts.Subjects,
+				Storage:    jetstream.FileStorage,
+				Duplicates: s.opts.DupWindow,
+			})
+			if err == nil {
+				s.log.Info("created jetstream stream", "stream", s.opts.Stream, "subjects", s.opts.Subjects)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("ensure stream %s: %w", s.opts.Stream, err)
+		}
+		s.ready = true
+	}
+	return nil
+}
+
+// Send publishes b and waits for its ack. A batch larger than the
+// server's payload limit, or one the stream refuses for its size, is
+// refused permanently.
+func (s *NATSSink) Send(ctx context.Context, b Batch) error {
+	if err := s.connect(ctx); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	msg := &nats.Msg{Subject: s.subject, Data: b.Payload}
+	ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithMsgID(b.ID))
+	if err != nil {
+		var apiErr *jetstream.APIError
+		if errors.Is(err, nats.ErrMaxPayload) ||
+			(errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeMessageTooLarge) {
+			return fmt.Errorf("publish batch %s: %w: %w", b.ID, ErrPermanent, err)
+		}
+		return fmt.Errorf("publish batch %s: %w", b.ID, err)
+	}
+	if ack.Duplicate {
+		s.dups.Add(1)
+	}
+	return nil
+}
+
+// Close closes the connection.
+func (s *NATSSink) Close() {
+	if s.nc != nil {
+		s.nc.Close()
+		s.nc, s.js, s.ready = nil, nil, false
+	}
+}

@@ -1,0 +1,114 @@
+package forward
+
+import (
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// proxy is a TCP relay to a NATS server that the test can cut and
+// restore, to play a network outage while a queue keeps running.
+type proxy struct {
+	t      *testing.T
+	addr   string // fixed listen address, kept across outages
+	target string
+	mu     sync.Mutex
+	l      net.Listener
+	conns  []net.Conn
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	p := &proxy{t: t, addr: "127.0.0.1:0", target: target}
+	p.up()
+	p.addr = p.l.Addr().String()
+	t.Cleanup(p.down)
+	return p
+}
+
+func (p *proxy) url() string { return "nats://" + p.addr }
+
+// up starts listening again.
+func (p *proxy) up() {
+	l, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.l = l
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, s)
+			p.mu.Unlock()
+			go func() { io.Copy(s, c); s.Close() }()
+			go func() { io.Copy(c, s); c.Close() }()
+		}
+	}()
+}
+
+// down closes the listener and every relayed connection.
+func (p *proxy) down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.l != nil {
+		p.l.Close()
+		p.l = nil
+	}
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// TestNATSNetworkOutage cuts the network under a running queue while
+// points keep coming, then restores it: the sink reconnects, and every
+// point arrives exactly once and in order.
+func TestNATSNetworkOutage(t *testing.T) {
+	url := natsURL(t)
+	site := testSite(t)
+	p := newProxy(t, strings.TrimPrefix(url, "nats://"))
+	sink := newNATSSink(t, p.url(), site)
+	defer sink.Close()
+	o := testOptions()
+	o.Site = site
+	q := openQueue(t, t.TempDir(), o, sink)
+	const per, n = 500, 40000
+	for i := 0; i < n; i += per {
+		switch i {
+		case n / 4:
+			p.down()
+		case n / 2:
+			waitUntil(t, "failed sends", func() bool { return q.Stats().Errors > 0 })
+			if st := q.Stats(); st.Backlog == 0 || st.OldestS < 0 {
+				t.Errorf("stats during outage = %+v", st)
+			}
+			p.up()
+		}
+		enqueue(t, q, i, per, per)
+		time.Sleep(time.Millisecond) // acquisition pace
+	}
+	waitUntil(t, "backlog sent", func() bool { return q.Stats().Backlog == 0 })
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ids, pts := streamMessages(t, url, sink.Subject())
+	if len(ids) != n/per {
+		t.Errorf("stream holds %d messages, want %d", len(ids), n/per)
+	}
+	checkUniqueIDs(t, ids)
+	checkSeq(t, pts, n)
+	t.Logf("duplicates dropped by the stream: %d", sink.Duplicates())
+}

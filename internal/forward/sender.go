@@ -1,0 +1,304 @@
+package forward
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/pith-historian/pith/internal/store/wal"
+)
+
+// Cursor file constants. See docs/format/forward.md.
+const (
+	cursorFile  = "cursor"
+	cursorMagic = "PFC1"
+	cursorSize  = 4 + 4 + 8 + 4 // magic, segment, offset, CRC-32C
+	poisonDir   = "poison"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// errStop ends a read-ahead Replay early.
+var errStop = errors.New("stop replay")
+
+// run is the sender goroutine: it sends batches in order, one at a time,
+// and retries a failed one with backoff until it is confirmed, set aside
+// or dropped.
+func (q *Queue) run() {
+	defer close(q.done)
+	wait := q.opts.RetryMin
+	for {
+		e, rec, err := q.next()
+		if e == nil {
+			return
+		}
+		if err == nil {
+			b := Batch{ID: q.batchID(e.pos), Payload: rec, Points: e.points}
+			err = q.sink.Send(q.ctx, b)
+			switch {
+			case err == nil:
+				q.finish(e, true)
+				wait = q.opts.RetryMin
+			case q.ctx.Err() != nil:
+				return
+			case errors.Is(err, ErrPermanent):
+				q.poison(b, err)
+				q.finish(e, false)
+				err = nil
+			}
+		}
+		if err != nil {
+			q.release(e)
+			q.log.Warn("forward send failed; retrying", "batch", q.batchID(e.pos), "retry_in", wait, "err", err)
+			select {
+			case <-q.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, q.opts.RetryMax)
+		}
+		if err := q.saveCursor(false); err != nil {
+			q.log.Error("save forward cursor", "err", err)
+		}
+	}
+}
+
+// batchID returns the stable id of the batch at pos.
+func (q *Queue) batchID(pos wal.Pos) string {
+	return fmt.Sprintf("%s-%d-%d", q.opts.Site, pos.Segment, pos.Offset)
+}
+
+// next waits for the oldest unsent batch, drops batches past MaxAge, marks
+// the batch in flight and returns it with its bytes. It returns a nil
+// entry once the queue is closed, and an error (with the entry, which the
+// caller releases) when the bytes cannot be read.
+func (q *Queue) next() (*entry, []byte, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for {
+		if q.closed {
+			return nil, nil, nil
+		}
+		cutoff := time.Now().Add(-q.opts.MaxAge).UnixMilli()
+		q.dropLocked(func(e *entry) bool { return e.enq < cutoff })
+		if len(q.entries) > 0 {
+			break
+		}
+		q.cond.Wait()
+	}
+	e := q.entries[0]
+	q.inflight = e
+	if e.rec != nil {
+		return e, e.rec, nil
+	}
+	var err error
+	if e.pos.Segment >= q.liveSeg {
+		// The batch was appended after the WAL was opened but did not fit
+		// in memory. Replay only sees segments that existed at Open, so
+		// reopen the WAL; Enqueue waits meanwhile, which is rare and short.
+		err = q.reopenLocked()
+	}
+	if err == nil {
+		// readAhead needs no lock: only this goroutine reads the WAL or
+		// replaces it, and Replay does not touch the segments Append writes.
+		q.mu.Unlock()
+		err = q.readAhead(e.pos)
+		q.mu.Lock()
+	}
+	if err != nil {
+		return e, nil, err
+	}
+	if e.rec == nil {
+		return e, nil, fmt.Errorf("read batch %v: not found in queue wal", e.pos)
+	}
+	return e, e.rec, nil
+}
+
+// reopenLocked closes and reopens the WAL so that Replay sees every
+// segment. The caller holds mu.
+func (q *Queue) reopenLocked() error {
+	if err := q.w.Close(); err != nil {
+		return fmt.Errorf("close forward wal for reopen: %w", err)
+	}
+	q.log.Debug("reopening forward wal to read spilled batches")
+	return q.openWAL()
+}
+
+// readAhead reads up to ReadAhead bytes of batches from pos on and hangs
+// them on their entries.
+func (q *Queue) readAhead(from wal.Pos) error {
+	type rec struct {
+		pos wal.Pos
+		b   []byte
+	}
+	var recs []rec
+	total := 0
+	err := q.w.Replay(from, func(pos wal.Pos, b []byte) error {
+		if pos.Less(from) {
+			return nil
+		}
+		recs = append(recs, rec{pos, append([]byte(nil), b...)})
+		total += len(b)
+		if total >= q.opts.ReadAhead {
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return fmt.Errorf("read forward backlog: %w", err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	j := 0
+	for _, r := range recs {
+		for j < len(q.entries) && q.entries[j].pos.Less(r.pos) {
+			j++
+		}
+		if j == len(q.entries) {
+			break
+		}
+		if e := q.entries[j]; e.pos == r.pos && !e.done && e.rec == nil {
+			e.rec = r.b
+		}
+	}
+	return nil
+}
+
+// finish marks the in-flight batch e as gone; sent says the upstream
+// confirmed it.
+func (q *Queue) finish(e *entry, sent bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if sent {
+		q.st.Sent += uint64(e.points)
+		q.st.SentBatches++
+		q.countSentLocked(e.points)
+	}
+	q.inflight = nil
+	q.finishLocked(e)
+	q.trimLocked()
+}
+
+// release gives the in-flight batch e back after a failed send, so that
+// the caps may drop it while the upstream is away.
+func (q *Queue) release(e *entry) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.st.Errors++
+	q.inflight = nil
+}
+
+// poison sets a refused batch aside in the poison directory, where an
+// operator can inspect or resend it.
+func (q *Queue) poison(b Batch, cause error) {
+	q.mu.Lock()
+	q.st.Poisoned++
+	q.mu.Unlock()
+	q.log.Error("upstream refused batch; set aside", "batch", b.ID, "points", b.Points, "err", cause)
+	dir := filepath.Join(q.dir, poisonDir)
+	path := filepath.Join(dir, b.ID+".batch")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		q.log.Error("create poison dir", "err", err)
+		return
+	}
+	if err := writeAtomic(path, b.Payload); err != nil {
+		q.log.Error("write poison batch", "batch", b.ID, "err", err)
+	}
+}
+
+// saveCursor writes the cursor when it moved and CursorInterval passed
+// (or force is set), then deletes the WAL segments wholly before it.
+// Only the sender goroutine, or Close after it stopped, calls it.
+func (q *Queue) saveCursor(force bool) error {
+	q.mu.Lock()
+	cur := q.cursor
+	q.mu.Unlock()
+	if cur == q.saved || (!force && time.Since(q.savedTime) < q.opts.CursorInterval) {
+		return nil
+	}
+	b := make([]byte, 0, cursorSize)
+	b = append(b, cursorMagic...)
+	b = binary.LittleEndian.AppendUint32(b, cur.Segment)
+	b = binary.LittleEndian.AppendUint64(b, uint64(cur.Offset))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	if err := writeAtomic(filepath.Join(q.dir, cursorFile), b); err != nil {
+		return fmt.Errorf("write forward cursor: %w", err)
+	}
+	q.saved, q.savedTime = cur, time.Now()
+	// The segment holding the cursor may hold unsent batches after it.
+	if err := q.w.TruncateBefore(cur.Segment); err != nil {
+		return fmt.Errorf("truncate forward wal: %w", err)
+	}
+	return nil
+}
+
+// readCursor reads the cursor file; a missing file is the zero cursor.
+func readCursor(path string) (wal.Pos, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return wal.Pos{}, nil
+	}
+	if err != nil {
+		return wal.Pos{}, fmt.Errorf("read forward cursor: %w", err)
+	}
+	if len(b) != cursorSize || string(b[:4]) != cursorMagic ||
+		crc32.Checksum(b[:cursorSize-4], castagnoli) != binary.LittleEndian.Uint32(b[cursorSize-4:]) {
+		// Written atomically, so this is damage by something else. Failing
+		// keeps an operator from silently resending a whole history.
+		return wal.Pos{}, fmt.Errorf("read forward cursor %s: damaged file", path)
+	}
+	return wal.Pos{
+		Segment: binary.LittleEndian.Uint32(b[4:]),
+		Offset:  int64(binary.LittleEndian.Uint64(b[8:])),
+	}, nil
+}
+
+// writeAtomic replaces path with data: temporary file, fsync, rename,
+// fsync of the directory.
+func writeAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("create temporary file: %w", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write temporary file: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync temporary file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close temporary file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename temporary file: %w", err)
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("open dir: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir: %w", err)
+	}
+	return nil
+}
+
+// abort stops the queue as a crash would: no cursor is written, and the
+// WAL is closed only to release its files. Tests use it.
+func (q *Queue) abort() {
+	q.mu.Lock()
+	q.closed = true
+	q.cond.Broadcast()
+	q.mu.Unlock()
+	q.cancel()
+	<-q.done
+	q.w.Close()
+}

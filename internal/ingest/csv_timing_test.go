@@ -1,0 +1,74 @@
+package ingest
+
+import (
+	"bytes"
+	"io"
+	"strconv"
+	"testing"
+
+	"github.com/pith-historian/pith/internal/store"
+)
+
+// plantCSV returns rows shaped like the plant data set: 100 analog tags
+// sampled every second, values with two decimals.
+func plantCSV(rows int) []byte {
+	var b []byte
+	for i := 0; i < rows; i++ {
+		tag := i % 100
+		b = append(b, "plant.ai"...)
+		b = append(b, byte('0'+tag/10), byte('0'+tag%10), ',')
+		b = strconv.AppendInt(b, 1700000000000+int64(i/100)*1000, 10)
+		b = append(b, ',')
+		v := float64((i*7919)%100000) / 100
+		b = strconv.AppendFloat(b, v, 'f', 2, 64)
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// BenchmarkCSVReader measures the import parser on the plant data set shape.
+// Run with: go test -run '^$' -bench CSVReader -benchmem ./internal/ingest/
+func BenchmarkCSVReader(b *testing.B) {
+	const rows = 200_000
+	data := plantCSV(rows)
+	br := bytes.NewReader(data)
+	c := NewCSVReader(br)
+	batch := make([]store.Point, 0, 65536)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		br.Reset(data)
+		c.Reset(br)
+		n := 0
+		for {
+			pts, err := c.Next(batch[:0], cap(batch))
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(pts)
+		}
+		if n != rows {
+			b.Fatalf("parsed %d rows, want %d", n, rows)
+		}
+	}
+	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkParseValue measures the float fast path alone.
+func BenchmarkParseValue(b *testing.B) {
+	in := [][]byte{[]byte("123.45"), []byte("-0.5"), []byte("99999.99"), []byte("7")}
+	b.ReportAllocs()
+	var sum float64
+	for i := 0; i < b.N; i++ {
+		v, err := parseValue(in[i&3])
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum += v
+	}
+	_ = sum
+}

@@ -1,0 +1,76 @@
+package ingest
+
+import (
+	"bytes"
+	"compress/gzip"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLineProtocolHTTP(t *testing.T) {
+	sink := &memSink{}
+	mux := testMux(sink, NewTagGate(nil, 5, func() time.Time { return emNow }))
+	do := func(method, target string, body []byte, gz bool) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, target, bytes.NewReader(body))
+		if gz {
+			req.Header.Set("Content-Encoding", "gzip")
+		}
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		return rec
+	}
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write([]byte("m,host=a f=1,s=\"x\" 1700000000\nm,host=b f=2 1700000000\n"))
+	zw.Close()
+	rec := do("POST", "/api/v2/write?org=o&bucket=b&precision=s", zb.Bytes(), true)
+	if rec.Code != 204 || rec.Header().Get("X-Pith-Skipped-Strings") != "1" || rec.Header().Get("X-Pith-Points") != "2" {
+		t.Fatalf("gzip write: %d %v %s", rec.Code, rec.Header(), rec.Body)
+	}
+	if got := sink.take(); len(got) != 2 || got[0].Tag != "m.a.f" || got[0].T != 1_700_000_000_000 {
+		t.Fatalf("stored %v", got)
+	}
+	// One bad line: 400 naming it, nothing stored.
+	rec = do("POST", "/write?db=x&precision=s", []byte("m,host=a f=1 1\nm,host=a f=oops 2\n"), false)
+	if rec.Code != 400 || !strings.Contains(rec.Body.String(), `"line":2`) || rec.Header().Get("X-Influxdb-Error") == "" {
+		t.Fatalf("bad line: %d %s", rec.Code, rec.Body)
+	}
+	if got := sink.take(); len(got) != 0 {
+		t.Fatalf("stored %v after a bad line", got)
+	}
+	// The new-tag cap (5, two used): four new tags are refused whole.
+	rec = do("POST", "/write", []byte("c a=1,b=2,c=3,d=4\n"), false)
+	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "c.d") || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("cap: %d %s", rec.Code, rec.Body)
+	}
+	if got := sink.take(); len(got) != 0 {
+		t.Fatalf("stored %v over the cap", got)
+	}
+	if rec = do("POST", "/write?precision=weeks", []byte("m f=1\n"), false); rec.Code != 400 {
+		t.Errorf("bad precision: %d", rec.Code)
+	}
+	if rec = do("GET", "/write", nil, false); rec.Code != 405 {
+		t.Errorf("GET /write: %d", rec.Code)
+	}
+	if rec = do("POST", "/write", bytes.Repeat([]byte("m f=1\n"), DefaultMaxBodyBytes/6+1), false); rec.Code != 413 {
+		t.Errorf("huge body: %d", rec.Code)
+	}
+	for _, tc := range []struct{ q, want string }{
+		{"CREATE DATABASE \"telegraf\"", `{"results":[{"statement_id":0}]}`},
+		{"show databases", `"values":[["pith"]]`},
+	} {
+		rec = do("POST", "/query?q="+strings.ReplaceAll(tc.q, " ", "+"), nil, false)
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), tc.want) {
+			t.Errorf("%s: %d %s", tc.q, rec.Code, rec.Body)
+		}
+	}
+	if rec = do("GET", "/query?q=SELECT+*+FROM+m", nil, false); rec.Code != 400 {
+		t.Errorf("SELECT: %d", rec.Code)
+	}
+	if rec = do("GET", "/ping", nil, false); rec.Code != 204 || rec.Header().Get("X-Influxdb-Version") == "" {
+		t.Errorf("ping: %d %v", rec.Code, rec.Header())
+	}
+}

@@ -1,0 +1,203 @@
+package ingest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"runtime"
+	"strconv"
+
+	"github.com/golang/snappy"
+	"github.com/pith-historian/pith/internal/store"
+)
+
+// RemoteWriteOptions tune the Prometheus remote_write receiver.
+type RemoteWriteOptions struct {
+	MaxBodyBytes int64        // largest body, compressed and decoded (413 beyond)
+	Gate         *TagGate     // cap on new tags; nil admits every tag
+	Logger       *slog.Logger // where refused writes are logged at debug level
+}
+
+// DefaultRemoteWriteOptions returns the options Pith runs with.
+func DefaultRemoteWriteOptions() RemoteWriteOptions {
+	return RemoteWriteOptions{MaxBodyBytes: DefaultMaxBodyBytes, Logger: slog.Default()}
+}
+
+// RemoteWrite receives Prometheus remote_write 1.0 (snappy-compressed
+// protobuf WriteRequest) on POST /api/v1/write. A series becomes the tag
+// named by its metric name followed by its other label values in label
+// name order (docs/design/0002-tag-names.md): up{instance="pi:9100",
+// job="node"} is up.pi:9100.node. NaN samples (Prometheus staleness
+// markers) and infinities are skipped and counted in the
+// X-Pith-Skipped-Samples header. A request is atomic: 204 once every
+// sample is durable; 400 (Prometheus does not retry) for a request that
+// cannot be decoded or names an illegal tag; 429 over the new-tag cap and
+// 5xx for store failures (Prometheus retries both).
+type RemoteWrite struct {
+	sink Sink
+	opts RemoteWriteOptions
+	free chan *rwState
+}
+
+type rwState struct {
+	body    bodyReader
+	decoded []byte
+	req     RWRequest
+	pts     []store.Point
+	namer   namer
+	key     []byte
+}
+
+// NewRemoteWrite returns the handler writing to sink.
+func NewRemoteWrite(sink Sink, opts RemoteWriteOptions) *RemoteWrite {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &RemoteWrite{sink: sink, opts: opts, free: make(chan *rwState, 2*runtime.GOMAXPROCS(0))}
+}
+
+// ServeHTTP serves POST /api/v1/write.
+func (h *RemoteWrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "method "+r.Method+" not allowed (want POST)", http.StatusMethodNotAllowed)
+		return
+	}
+	if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "snappy" {
+		http.Error(w, fmt.Sprintf("unsupported Content-Encoding %q (remote_write 1.0 sends snappy)", enc), http.StatusUnsupportedMediaType)
+		return
+	}
+	var st *rwState
+	select {
+	case st = <-h.free:
+	default:
+		st = new(rwState)
+	}
+	defer func() {
+		st.req.Reset()
+		clear(st.pts)
+		st.pts = st.pts[:0]
+		select {
+		case h.free <- st:
+		default:
+		}
+	}()
+	// The body is snappy block format; read it raw (no gunzip).
+	var err error
+	st.body.buf, err = readAllLimit(st.body.buf[:0], r.Body, h.opts.MaxBodyBytes)
+	if err != nil {
+		http.Error(w, "read body: "+err.Error(), writeStatus(w, err))
+		return
+	}
+	pts, skipped, err := st.decode(st.body.buf, h.opts.MaxBodyBytes)
+	if err == nil {
+		err = commit(r.Context(), h.sink, h.opts.Gate, pts)
+	}
+	if err != nil {
+		status := writeStatus(w, err)
+		var de *rwDecodeError
+		if errors.As(err, &de) {
+			status = http.StatusBadRequest
+		}
+		h.opts.Logger.Debug("remote write refused", "err", err, "status", status)
+		http.Error(w, err.Error(), status)
+		return
+	}
+	w.Header().Set("X-Pith-Points", strconv.Itoa(len(pts)))
+	w.Header().Set("X-Pith-Skipped-Samples", strconv.Itoa(skipped))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// rwDecodeError is a request that cannot be read; it becomes 400.
+type rwDecodeError struct{ err error }
+
+func (e *rwDecodeError) Error() string { return e.err.Error() }
+func (e *rwDecodeError) Unwrap() error { return e.err }
+
+var nameLabel = []byte("__name__")
+
+// decode turns a snappy-compressed WriteRequest into points.
+func (st *rwState) decode(body []byte, limit int64) ([]store.Point, int, error) {
+	n, err := snappy.DecodedLen(body)
+	if err != nil {
+		return nil, 0, &rwDecodeError{fmt.Errorf("decode snappy: %w", err)}
+	}
+	if int64(n) > limit {
+		return nil, 0, errBodyTooLarge
+	}
+	if cap(st.decoded) < n {
+		st.decoded = make([]byte, n)
+	}
+	dec, err := snappy.Decode(st.decoded[:cap(st.decoded)], body)
+	if err != nil {
+		return nil, 0, &rwDecodeError{fmt.Errorf("decode snappy: %w", err)}
+	}
+	st.req.Reset()
+	if err := st.req.Unmarshal(dec); err != nil {
+		return nil, 0, &rwDecodeError{err}
+	}
+	skipped := 0
+	pts := st.pts[:0]
+	for i := range st.req.Series {
+		s := &st.req.Series[i]
+		name, err := st.seriesName(s.Labels)
+		if err != nil {
+			return nil, 0, &rwDecodeError{fmt.Errorf("series %d: %w", i+1, err)}
+		}
+		for _, smp := range s.Samples {
+			if math.IsNaN(smp.Value) || math.IsInf(smp.Value, 0) {
+				skipped++
+				continue
+			}
+			pts = append(pts, store.Point{Tag: name, T: smp.Timestamp, V: smp.Value})
+		}
+	}
+	st.pts = pts
+	return pts, skipped, nil
+}
+
+// seriesName applies the rule: the metric name, then the other label
+// values in label-name order. Names are cached by the raw label bytes.
+func (st *rwState) seriesName(labels []RWLabel) (string, error) {
+	sortLabels(labels)
+	key := st.key[:0]
+	var metric []byte
+	for _, l := range labels {
+		key = append(append(append(append(key, l.Name...), 0), l.Value...), 0)
+		if bytes.Equal(l.Name, nameLabel) {
+			metric = l.Value
+		}
+	}
+	st.key = key
+	if s, ok := st.namer.lookup(key); ok {
+		return s, nil
+	}
+	if len(metric) == 0 {
+		return "", errors.New("no __name__ label")
+	}
+	nb := &st.namer
+	nb.Reset()
+	nb.Add(metric)
+	for _, l := range labels {
+		if !bytes.Equal(l.Name, nameLabel) {
+			nb.Add(l.Value)
+		}
+	}
+	return nb.remember(key)
+}
+
+// sortLabels orders labels by name; Prometheus sends them sorted, so this
+// is one pass in the common case.
+func sortLabels(l []RWLabel) {
+	for i := 1; i < len(l); i++ {
+		for j := i; j > 0 && bytes.Compare(l[j-1].Name, l[j].Name) > 0; j-- {
+			l[j-1], l[j] = l[j], l[j-1]
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package store
+
+import "sync"
+
+// genCache is a byte-bounded cache with two generations: when the young
+// one is full it becomes the old one and the oldest is dropped; a hit in
+// the old generation moves the entry back to the young one. Hot entries
+// survive, and memory stays under the budget without per-entry bookkeeping.
+type genCache[K comparable, V any] struct {
+	mu         sync.Mutex
+	max        int // bytes, both generations together
+	size       func(V) int
+	young, old map[K]V
+	youngBytes int
+}
+
+func newGenCache[K comparable, V any](maxBytes int, size func(V) int) *genCache[K, V] {
+	return &genCache[K, V]{max: maxBytes, size: size, young: make(map[K]V), old: make(map[K]V)}
+}
+
+func (c *genCache[K, V]) get(k K) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.young[k]; ok {
+		return v, true
+	}
+	if v, ok := c.old[k]; ok {
+		c.putLocked(k, v)
+		return v, true
+	}
+	var zero V
+	return zero, false
+}
+
+func (c *genCache[K, V]) put(k K, v V) {
+	c.mu.Lock()
+	c.putLocked(k, v)
+	c.mu.Unlock()
+}
+
+func (c *genCache[K, V]) putLocked(k K, v V) {
+	if c.max <= 0 {
+		return
+	}
+	n := c.size(v)
+	if c.youngBytes+n > c.max/2 {
+		c.old = c.young
+		c.young = make(map[K]V)
+		c.youngBytes = 0
+	}
+	c.young[k] = v
+	c.youngBytes += n
+}
+
+// drop forgets the entries whose key matches.
+func (c *genCache[K, V]) drop(match func(K) bool) {
+	c.mu.Lock()
+	for k := range c.young {
+		if match(k) {
+			delete(c.young, k)
+		}
+	}
+	for k := range c.old {
+		if match(k) {
+			delete(c.old, k)
+		}
+	}
+	c.mu.Unlock()
+}
+
+// blockKey names a tier or a chunk of one series in one run.
+type blockKey struct {
+	run   *runFile
+	id    uint32
+	index int // the tier level, or the chunk number
+}
+
+// caches holds what queries decode: rollup tiers, and the raw chunks at
+// bucket edges, so that a chart drawn again (zoom, pan, refresh) decodes
+// nothing twice.
+type caches struct {
+	tiers  *genCache[blockKey, []cell]
+	chunks *genCache[blockKey, *decodedChunk]
+}
+
+const cellBytes = 64 // approximate memory of one decoded cell
+
+func newCaches(tierBytes, chunkBytes int) *caches {
+	return &caches{
+		tiers:  newGenCache[blockKey, []cell](tierBytes, func(c []cell) int { return len(c) * cellBytes }),
+		chunks: newGenCache[blockKey, *decodedChunk](chunkBytes, func(d *decodedChunk) int { return 25*len(d.ts) + 96 }),
+	}
+}
+
+// dropRun forgets what was decoded from a run that is being removed.
+func (c *caches) dropRun(r *runFile) {
+	c.tiers.drop(func(k blockKey) bool { return k.run == r })
+	c.chunks.drop(func(k blockKey) bool { return k.run == r })
+}

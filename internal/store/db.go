@@ -1,0 +1,455 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pith-historian/pith/internal/store/vfs"
+	"github.com/pith-historian/pith/internal/store/wal"
+)
+
+// ErrUnknownTag is returned by queries that name a tag the store has never seen.
+var ErrUnknownTag = errors.New("unknown tag")
+
+// ErrClosed is returned by every call on a closed DB.
+var ErrClosed = errors.New("store closed")
+
+// Latest is the newest sample of a tag.
+type Latest struct {
+	Tag string
+	Sample
+}
+
+// TagInfo describes a stored tag.
+type TagInfo struct {
+	Name  string
+	First int64 // oldest sample time, Unix ms
+	Last  int64 // newest sample time, Unix ms
+}
+
+// DB is an open store. All methods are safe for concurrent use.
+//
+// Lock order: db.orderMu, then db.mu, then series.mu, then head.mu.
+// db.flushMu serialises flushes and compactions (only they change parts).
+type DB struct {
+	dir  string
+	fs   vfs.FS
+	lock *os.File // flock on DIR/LOCK: one process per data directory
+	opts Options
+	log  *slog.Logger
+	wal  *wal.WAL
+
+	series *seriesTable
+
+	// mu guards the version: active and frozen heads and the run files.
+	// Queries hold it for reading while they run, so run files replaced by
+	// a flush are unmapped only once no query can use them.
+	mu     sync.RWMutex
+	active *head
+	frozen []*frozenHead
+	parts  map[int64][]*runFile // day partition -> runs, time-disjoint per series
+
+	// orderMu orders commits: applies happen in WAL commit order.
+	orderMu    sync.Mutex
+	lastTicket chan struct{}
+	inflight   map[uint64]wal.Pos // txn -> first record, until applied
+
+	flushMu        sync.Mutex
+	lastCheckpoint uint32
+	broken         []string      // unreadable runs, kept listed in the manifest
+	replaying      bool          // set during Open's replay, read by rotate
+	replayFrom     uint32        // the checkpoint replay started from
+	seq            atomic.Uint64 // the last run sequence number handed out
+	nextTxn        atomic.Uint64
+
+	flushReq chan struct{}
+	flushed  chan struct{} // closed and replaced after each flush
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	closed   atomic.Bool
+	failed   atomic.Pointer[error] // a flush failure that stops writes
+
+	cache *caches
+	stats Stats
+}
+
+// frozenHead is a head waiting to be flushed, with the WAL segment from
+// which replay must start once it is flushed.
+type frozenHead struct {
+	*head
+	checkpoint uint32
+}
+
+// Stats are the store's counters, read with atomic loads.
+type Stats struct {
+	PointsWritten   atomic.Int64 // samples applied
+	WALBytes        atomic.Int64 // bytes of WAL records appended
+	RunBytes        atomic.Int64 // bytes of run files written
+	Flushes         atomic.Int64
+	Compactions     atomic.Int64
+	CorruptBlocks   atomic.Int64 // damaged blocks skipped by queries and merges
+	LastFlushMillis atomic.Int64
+}
+
+type manifest struct {
+	Version    int      `json:"version"`
+	Checkpoint uint32   `json:"checkpoint"` // WAL segment replay starts from
+	NextSeq    uint64   `json:"next_seq"`
+	Runs       []string `json:"runs"`
+}
+
+// Open opens or creates the store in dir and replays its WAL.
+func Open(dir string, opts Options) (_ *DB, err error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.FS == nil {
+		opts.FS = vfs.OS{}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.HeadMaxSamples <= 0 {
+		opts.HeadMaxSamples = DefaultOptions().HeadMaxSamples
+	}
+	if opts.BulkPoints <= 0 {
+		opts.BulkPoints = DefaultOptions().BulkPoints
+	}
+	if opts.MaxRunsPerPart <= 1 {
+		opts.MaxRunsPerPart = DefaultOptions().MaxRunsPerPart
+	}
+	fs := opts.FS
+	for _, d := range []string{dir, filepath.Join(dir, "runs")} {
+		if err := fs.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("create data directory: %w", err)
+		}
+	}
+	// A new data directory must itself survive a power cut.
+	fs.SyncDir(filepath.Dir(filepath.Clean(dir)))
+	if err := fs.SyncDir(dir); err != nil {
+		return nil, fmt.Errorf("sync data directory: %w", err)
+	}
+	db := &DB{
+		dir:        dir,
+		fs:         fs,
+		opts:       opts,
+		log:        opts.Logger,
+		active:     newHead(),
+		parts:      make(map[int64][]*runFile),
+		inflight:   make(map[uint64]wal.Pos),
+		lastTicket: closedChan(),
+		flushReq:   make(chan struct{}, 1),
+		flushed:    make(chan struct{}),
+		stop:       make(chan struct{}),
+		cache:      newCaches(opts.TierCacheBytes, opts.ChunkCacheBytes),
+	}
+	db.nextTxn.Store(uint64(opts.Now().UnixNano()))
+	if isOS(fs) {
+		if db.lock, err = lockDir(dir); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				db.lock.Close()
+			}
+		}()
+	}
+	if db.series, err = loadSeries(fs, dir, opts.Logger); err != nil {
+		return nil, err
+	}
+	m, err := db.loadManifest()
+	if err != nil {
+		return nil, err
+	}
+	if err := db.openRuns(m); err != nil {
+		db.closeRuns()
+		return nil, err
+	}
+	wopts := wal.DefaultOptions()
+	wopts.SkipCorrupt = true
+	wopts.FS = fs
+	if opts.Durability == DurabilityRelaxed {
+		wopts.Durability = wal.DurabilityRelaxed
+		wopts.CommitInterval = opts.CommitInterval
+	}
+	db.wal, err = wal.Open(filepath.Join(dir, "wal"), wopts, opts.Logger)
+	if err != nil {
+		db.closeRuns()
+		return nil, fmt.Errorf("open wal: %w", err)
+	}
+	if err := db.replay(m.Checkpoint); err != nil {
+		db.wal.Close()
+		db.closeRuns()
+		return nil, err
+	}
+	db.wg.Add(1)
+	go db.maintain()
+	return db, nil
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+func (db *DB) loadManifest() (*manifest, error) {
+	path := filepath.Join(db.dir, "MANIFEST")
+	buf, err := readFile(db.fs, path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &manifest{Version: 1, NextSeq: 1}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	m, err := decodeManifest(buf)
+	if err != nil {
+		return nil, &CorruptionError{File: path, Err: err}
+	}
+	if m.Version != 1 {
+		return nil, fmt.Errorf("open store: manifest version %d is newer than this Pith understands (1)", m.Version)
+	}
+	return m, nil
+}
+
+// The manifest is JSON, for people, followed by a line with the CRC-32C
+// of the JSON in hex, so a changed digit is caught.
+func encodeManifest(m *manifest) []byte {
+	buf, _ := json.MarshalIndent(m, "", " ")
+	return fmt.Appendf(buf, "\ncrc32c %08x\n", crc32.Checksum(buf, castagnoli))
+}
+
+func decodeManifest(buf []byte) (*manifest, error) {
+	i := bytes.LastIndex(buf, []byte("\ncrc32c "))
+	if i < 0 {
+		return nil, errors.New("manifest checksum missing")
+	}
+	var crc uint32
+	if _, err := fmt.Sscanf(string(buf[i+1:]), "crc32c %08x\n", &crc); err != nil {
+		return nil, fmt.Errorf("manifest checksum unreadable: %w", err)
+	}
+	if crc32.Checksum(buf[:i], castagnoli) != crc {
+		return nil, errors.New("manifest checksum mismatch")
+	}
+	var m manifest
+	if err := json.Unmarshal(buf[:i], &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// openRuns opens the runs the manifest lists and removes files a crashed
+// flush left behind.
+func (db *DB) openRuns(m *manifest) error {
+	db.seq.Store(m.NextSeq - 1)
+	db.lastCheckpoint = m.Checkpoint
+	live := make(map[string]bool, len(m.Runs))
+	for _, name := range m.Runs {
+		live[name] = true
+		r, err := openRun(db.fs, filepath.Join(db.dir, "runs", name))
+		if err != nil {
+			var ce *CorruptionError
+			if errors.As(err, &ce) {
+				// An unreadable run costs its own data only.
+				// It stays listed (and on disk) for a repair tool.
+				db.log.Error("run file unreadable, its data is skipped", "err", err)
+				db.stats.CorruptBlocks.Add(1)
+				db.broken = append(db.broken, name)
+				continue
+			}
+			return err
+		}
+		db.parts[r.part] = append(db.parts[r.part], r)
+	}
+	for p := range db.parts {
+		sortRuns(db.parts[p])
+	}
+	// Runs a crashed flush or bulk transaction left are not in the
+	// manifest: nothing refers to them.
+	entries, err := db.fs.ReadDir(filepath.Join(db.dir, "runs"))
+	if err != nil {
+		return fmt.Errorf("list runs: %w", err)
+	}
+	for _, name := range entries {
+		if !live[name] {
+			db.fs.Remove(filepath.Join(db.dir, "runs", name))
+		}
+	}
+	// Latest values and first times come from the runs, oldest first.
+	keys := make([]int64, 0, len(db.parts))
+	for p := range db.parts {
+		keys = append(keys, p)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	s := db.series
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range keys {
+		for _, r := range db.parts[p] {
+			for i := range r.series {
+				rs := &r.series[i]
+				if int(rs.id) >= len(s.names) {
+					return &CorruptionError{File: r.path, Err: fmt.Errorf("series id %d not in series file", rs.id)}
+				}
+				s.observeLocked(rs.id, rs.minT, rs.total.first, QualityGood)
+				s.observeLocked(rs.id, rs.last.T, rs.last.V, rs.last.Q)
+			}
+		}
+	}
+	return nil
+}
+
+func sortRuns(rs []*runFile) {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].seq < rs[j].seq })
+}
+
+func (db *DB) closeRuns() {
+	for _, rs := range db.parts {
+		for _, r := range rs {
+			r.close()
+		}
+	}
+}
+
+// replay applies the WAL records after the checkpoint in order. Bulk
+// transactions never reach the WAL: they commit by a manifest write.
+func (db *DB) replay(from uint32) error {
+	start := wal.Pos{Segment: from}
+	db.replaying, db.replayFrom = true, from
+	defer func() { db.replaying = false }()
+	var d dataRecord
+	var recs, applied int
+	err := db.wal.Replay(start, func(pos wal.Pos, rec []byte) error {
+		recs++
+		if len(rec) == 0 || rec[0] != recData {
+			return nil
+		}
+		if err := decodeDataRecord(rec, &d); err != nil || d.txn != txnAuto {
+			db.log.Error("skipping undecodable wal record", "segment", pos.Segment, "offset", pos.Offset, "err", err)
+			return nil
+		}
+		n, err := db.applyRecord(&d)
+		applied += n
+		if err != nil {
+			db.log.Error("skipping damaged wal record", "segment", pos.Segment, "offset", pos.Offset, "err", err)
+		}
+		return db.backpressure()
+	})
+	if err != nil {
+		return fmt.Errorf("replay wal: %w", err)
+	}
+	if recs > 0 {
+		db.log.Info("wal replayed", "records", recs, "points", applied)
+	}
+	return nil
+}
+
+// Close flushes everything to run files, merges each day into one run, and
+// closes the store.
+func (db *DB) Close() error {
+	if !db.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	close(db.stop)
+	db.wg.Wait()
+	err := db.flushAll(true)
+	if werr := db.wal.Close(); err == nil {
+		err = werr
+	}
+	db.mu.Lock()
+	db.closeRuns()
+	db.mu.Unlock()
+	if db.lock != nil {
+		db.lock.Close() // releases the flock
+	}
+	return err
+}
+
+// Flush writes the head to run files now.
+func (db *DB) Flush() error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	return db.flushAll(false)
+}
+
+// Dir returns the data directory.
+func (db *DB) Dir() string { return db.dir }
+
+// Stats returns the store's live counters.
+func (db *DB) Stats() *Stats { return &db.stats }
+
+// DiskBytes returns the bytes of the data directory's files.
+func (db *DB) DiskBytes() int64 {
+	var total int64
+	filepath.Walk(db.dir, func(path string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && !strings.HasSuffix(path, ".tmp") {
+			total += info.Size()
+		}
+		return nil
+	})
+	return total
+}
+
+// Latest returns the newest sample of the named tags, or of all tags.
+func (db *DB) Latest(tags ...string) ([]Latest, error) {
+	s := db.series
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if len(tags) == 0 {
+		out := make([]Latest, 0, len(s.names))
+		for id, n := range s.names {
+			if s.has[id] {
+				out = append(out, Latest{Tag: n, Sample: s.latest[id]})
+			}
+		}
+		return out, nil
+	}
+	out := make([]Latest, 0, len(tags))
+	for _, t := range tags {
+		id, ok := s.byName[t]
+		if !ok || !s.has[id] {
+			return nil, fmt.Errorf("latest %q: %w", t, ErrUnknownTag)
+		}
+		out = append(out, Latest{Tag: t, Sample: s.latest[id]})
+	}
+	return out, nil
+}
+
+// HasTag reports whether the store holds data of the tag.
+func (db *DB) HasTag(name string) bool {
+	s := db.series
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	id, ok := s.byName[name]
+	return ok && s.has[id]
+}
+
+// Tags lists every tag with data.
+func (db *DB) Tags() []TagInfo {
+	s := db.series
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]TagInfo, 0, len(s.names))
+	for id, n := range s.names {
+		if s.has[id] {
+			out = append(out, TagInfo{Name: n, First: s.first[id], Last: s.latest[id].T})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+var _ = context.Background

@@ -1,0 +1,488 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"sort"
+)
+
+// MaxBuckets bounds the bucket count of one query.
+const MaxBuckets = 1_000_000
+
+// bucketBounds holds the integer bucket edges of a window: bucket i holds
+// the samples with b[i] <= t < b[i+1], which is exactly from+i*w <= t <
+// from+(i+1)*w for the real width w = (to-from)/n.
+type bucketBounds struct {
+	from, span int64
+	n          int
+	b          []int64
+}
+
+func newBounds(from, to int64, n int) *bucketBounds {
+	bb := &bucketBounds{from: from, span: to - from, n: n, b: make([]int64, n+1)}
+	for i := 0; i <= n; i++ {
+		q, r := mulDiv(uint64(i), uint64(bb.span), uint64(n))
+		if r != 0 {
+			q++
+		}
+		bb.b[i] = from + int64(q)
+	}
+	return bb
+}
+
+// start returns the timestamp of bucket i, its real start rounded down.
+func (bb *bucketBounds) start(i int) int64 {
+	q, _ := mulDiv(uint64(i), uint64(bb.span), uint64(bb.n))
+	return bb.from + int64(q)
+}
+
+// index returns the bucket holding t (from <= t < to).
+func (bb *bucketBounds) index(t int64) int {
+	q, _ := mulDiv(uint64(t-bb.from), uint64(bb.n), uint64(bb.span))
+	i := int(q)
+	for i > 0 && t < bb.b[i] {
+		i--
+	}
+	for i < bb.n-1 && t >= bb.b[i+1] {
+		i++
+	}
+	return i
+}
+
+// mulDiv returns a*b/c and its remainder without overflow (a*b/c < 2^64).
+func mulDiv(a, b, c uint64) (uint64, uint64) {
+	hi, lo := bits.Mul64(a, b)
+	if hi >= c {
+		return ^uint64(0), 0
+	}
+	return bits.Div64(hi, lo, c)
+}
+
+// query is the state of one Aggregate or Raw call.
+type query struct {
+	db   *DB
+	id   uint32
+	bb   *bucketBounds
+	accs []acc
+	// sumsOnly is set for mean, sum and count: their accumulators keep
+	// n, sum, first and last but not min and max.
+	sumsOnly bool
+	err      error // the first damaged block met (the query goes on without it)
+}
+
+func (db *DB) checkWindow(tag string, from, to int64) (uint32, error) {
+	if db.closed.Load() {
+		return 0, ErrClosed
+	}
+	if to <= from {
+		return 0, fmt.Errorf("empty window: to (%d) must be after from (%d)", to, from)
+	}
+	id, ok := db.series.lookup(tag)
+	if !ok {
+		return 0, fmt.Errorf("query %q: %w", tag, ErrUnknownTag)
+	}
+	return id, nil
+}
+
+// Aggregate splits [from, to) into n equal buckets and returns agg of each.
+// It reads whole rollup cells inside buckets and raw samples only at bucket
+// edges, and is exact: the answer equals a scan of the raw samples.
+func (db *DB) Aggregate(tag string, from, to int64, n int, agg Agg) ([]Bucket, error) {
+	if agg >= AggRaw {
+		return nil, errors.New("aggregate: raw is not a bucket aggregate")
+	}
+	if n < 1 || n > MaxBuckets {
+		return nil, fmt.Errorf("bucket count %d out of range 1..%d", n, MaxBuckets)
+	}
+	id, err := db.checkWindow(tag, from, to)
+	if err != nil {
+		return nil, err
+	}
+	q := &query{db: db, id: id, bb: newBounds(from, to, n), accs: make([]acc, n),
+		sumsOnly: agg == AggMean || agg == AggSum || agg == AggCount}
+	db.mu.RLock()
+	heads := db.headPieces(id, from, to)
+	db.forPartitions(from, to, heads, func(p int64, runs []*runFile, hp []runInput) bool {
+		q.partition(p, runs, hp)
+		return true
+	})
+	db.mu.RUnlock()
+	if q.err != nil {
+		db.log.Warn("query skipped damaged data", "tag", tag, "err", q.err)
+	}
+	out := make([]Bucket, n)
+	for i := range out {
+		out[i].T = q.bb.start(i)
+		out[i].V, out[i].OK = q.accs[i].value(agg)
+	}
+	return out, nil
+}
+
+// headPieces returns the unflushed samples of id in [from, to), oldest head
+// first. Frozen heads are shared; the active head's samples are copied.
+// The caller holds db.mu.
+func (db *DB) headPieces(id uint32, from, to int64) []runInput {
+	var out []runInput
+	for _, h := range db.frozen {
+		if int(id) < len(h.series) && h.series[id] != nil {
+			if p := clip(h.series[id], from, to); len(p.ts) > 0 {
+				out = append(out, p)
+			}
+		}
+	}
+	h := db.active
+	h.mu.Lock()
+	if s := h.getSorted(id); s != nil {
+		if p := clip(s, from, to); len(p.ts) > 0 {
+			p.ts = append([]int64(nil), p.ts...)
+			p.vs = append([]float64(nil), p.vs...)
+			p.qs = append([]Quality(nil), p.qs...)
+			out = append(out, p)
+		}
+	}
+	h.mu.Unlock()
+	return out
+}
+
+func clip(s *headSeries, from, to int64) runInput {
+	i := sort.Search(len(s.ts), func(k int) bool { return s.ts[k] >= from })
+	j := sort.Search(len(s.ts), func(k int) bool { return s.ts[k] >= to })
+	return runInput{ts: s.ts[i:j], vs: s.vs[i:j], qs: s.qs[i:j]}
+}
+
+// forPartitions calls fn for every day in [from, to) that has runs or head
+// samples, in time order, with the head samples of that day.
+func (db *DB) forPartitions(from, to int64, heads []runInput, fn func(p int64, runs []*runFile, hp []runInput) bool) {
+	byPart := make(map[int64][]runInput)
+	for _, h := range heads {
+		byDay(h, func(p int64, day runInput) { byPart[p] = append(byPart[p], day) })
+	}
+	p0, p1 := partitionOf(from), partitionOf(to-1)
+	keys := make([]int64, 0, len(byPart)+16)
+	if p1-p0 < int64(len(db.parts)) {
+		for p := p0; p <= p1; p++ {
+			if _, ok := db.parts[p]; ok {
+				keys = append(keys, p)
+			} else if _, ok := byPart[p]; ok {
+				keys = append(keys, p)
+			}
+		}
+	} else {
+		for p := range db.parts {
+			if p >= p0 && p <= p1 {
+				keys = append(keys, p)
+			}
+		}
+		for p := range byPart {
+			if _, ok := db.parts[p]; !ok {
+				keys = append(keys, p)
+			}
+		}
+		sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	}
+	for _, p := range keys {
+		if !fn(p, db.parts[p], byPart[p]) {
+			return
+		}
+	}
+}
+
+// partition aggregates one day. When head samples meet run data or each
+// other in time (late or repeated writes not yet flushed), the day's samples
+// are merged raw so the last write wins; otherwise every piece is disjoint
+// and aggregates from its rollups.
+func (q *query) partition(p int64, runs []*runFile, hp []runInput) {
+	type span struct{ lo, hi int64 }
+	var spans []span
+	refs := daySeries(runs, q.id, math.MinInt64, math.MaxInt64)
+	for _, x := range refs {
+		spans = append(spans, span{x.s.minT, x.s.maxT})
+	}
+	for _, h := range hp {
+		spans = append(spans, span{h.ts[0], h.ts[len(h.ts)-1]})
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo })
+	disjoint := true
+	for i := 1; i < len(spans); i++ {
+		if spans[i].lo <= spans[i-1].hi {
+			disjoint = false
+			break
+		}
+	}
+	if disjoint {
+		for _, x := range refs {
+			q.addRun(x.r, x.s, p)
+		}
+		for _, h := range hp {
+			q.addSamples(h.ts, h.vs)
+		}
+		return
+	}
+	all := q.mergedDay(refs, hp)
+	q.addSamples(all.ts, all.vs)
+}
+
+// mergedDay returns the samples of one day from runs and heads, the newest
+// write winning on equal times.
+func (q *query) mergedDay(refs []seriesRef, hp []runInput) runInput {
+	var base runInput
+	for _, x := range refs {
+		if err := x.r.readAll(x.s, &base); err != nil {
+			q.fail(err)
+		}
+	}
+	return overlay(base, hp)
+}
+
+// byDay calls fn with the part of sorted samples in each UTC day.
+func byDay(in runInput, fn func(p int64, day runInput)) {
+	for i := 0; i < len(in.ts); {
+		p := partitionOf(in.ts[i])
+		end := (p + 1) * partitionMs
+		j := i + sort.Search(len(in.ts)-i, func(k int) bool { return in.ts[i+k] >= end })
+		fn(p, runInput{id: in.id, ts: in.ts[i:j], vs: in.vs[i:j], qs: in.qs[i:j]})
+		i = j
+	}
+}
+
+// seriesRef is one series' entry in one run.
+type seriesRef struct {
+	r *runFile
+	s *runSeries
+}
+
+// daySeries returns the entries of series id in a day's runs that meet
+// [from, to), in time order: a day's runs are disjoint per series.
+func daySeries(runs []*runFile, id uint32, from, to int64) []seriesRef {
+	var refs []seriesRef
+	for _, r := range runs {
+		if rs := r.find(id); rs != nil && rs.maxT >= from && rs.minT < to {
+			refs = append(refs, seriesRef{r, rs})
+		}
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].s.minT < refs[j].s.minT })
+	return refs
+}
+
+// overlay merges unflushed head pieces, oldest first, over sorted run
+// samples: on equal times the newer write wins.
+func overlay(base runInput, heads []runInput) runInput {
+	var tmp runInput
+	for i := range heads {
+		mergeSamples(&tmp, &base, &heads[i])
+		base, tmp = tmp, base
+	}
+	return base
+}
+
+func (q *query) fail(err error) {
+	q.db.stats.CorruptBlocks.Add(1)
+	if q.err == nil {
+		q.err = err
+	}
+}
+
+// addRun adds the samples of one run series to the buckets they fall in.
+func (q *query) addRun(r *runFile, rs *runSeries, p int64) {
+	bb := q.bb
+	lo, hi := rs.minT, rs.maxT
+	if lo < bb.from {
+		lo = bb.from
+	}
+	if end := bb.from + bb.span - 1; hi > end {
+		hi = end
+	}
+	if lo > hi {
+		return
+	}
+	pStart, pEnd := p*partitionMs, (p+1)*partitionMs
+	for i := bb.index(lo); i <= bb.index(hi); i++ {
+		a, b := bb.b[i], bb.b[i+1]
+		if a < pStart {
+			a = pStart
+		}
+		if b > pEnd {
+			b = pEnd
+		}
+		q.addRange(r, rs, numTiers-1, a, b, &q.accs[i])
+	}
+}
+
+// addRange adds the samples of rs in [lo, hi) to a, using the cells of tier
+// level that fit whole and finer tiers, then raw chunks, at the edges.
+func (q *query) addRange(r *runFile, rs *runSeries, level int, lo, hi int64, a *acc) {
+	if lo > rs.maxT || hi <= rs.minT || lo >= hi {
+		return
+	}
+	if lo <= rs.minT && hi > rs.maxT {
+		a.merge(&rs.total)
+		return
+	}
+	if rs.fine == noTier || level < int(rs.fine) {
+		q.addRaw(r, rs, lo, hi, a)
+		return
+	}
+	if level == int(rs.fine) && len(rs.chunks) == 0 {
+		// Raw retention dropped the samples: a finest cell counts whole in
+		// the bucket holding its start.
+		if cells, ok := q.tier(r, rs, level); ok {
+			i := sort.Search(len(cells), func(k int) bool { return cells[k].start >= lo })
+			for ; i < len(cells) && cells[i].start < hi; i++ {
+				a.merge(&cells[i].acc)
+			}
+		}
+		return
+	}
+	w := tierWidth[level]
+	fs := floorTo(lo+w-1, w)
+	fe := floorTo(hi, w)
+	if fs >= fe {
+		q.addRange(r, rs, level-1, lo, hi, a)
+		return
+	}
+	cells, ok := q.tier(r, rs, level)
+	if !ok {
+		q.addRaw(r, rs, lo, hi, a)
+		return
+	}
+	if lo < fs {
+		q.addRange(r, rs, level-1, lo, fs, a)
+	}
+	i := sort.Search(len(cells), func(k int) bool { return cells[k].start >= fs })
+	for ; i < len(cells) && cells[i].start < fe; i++ {
+		a.merge(&cells[i].acc)
+	}
+	if fe < hi {
+		q.addRange(r, rs, level-1, fe, hi, a)
+	}
+}
+
+func (q *query) tier(r *runFile, rs *runSeries, level int) ([]cell, bool) {
+	k := blockKey{run: r, id: rs.id, index: level}
+	if c, ok := q.db.cache.tiers.get(k); ok {
+		return c, true
+	}
+	c, err := r.decodeTier(rs, level)
+	if err != nil {
+		q.fail(err)
+		return nil, false
+	}
+	q.db.cache.tiers.put(k, c)
+	return c, true
+}
+
+// addRaw adds the raw samples of rs in [lo, hi).
+func (q *query) addRaw(r *runFile, rs *runSeries, lo, hi int64, a *acc) {
+	cs := rs.chunks
+	i := sort.Search(len(cs), func(k int) bool { return cs[k].maxT >= lo })
+	for ; i < len(cs) && cs[i].minT < hi; i++ {
+		d, ok := q.decode(r, rs, i)
+		if !ok {
+			continue
+		}
+		j := sort.Search(len(d.ts), func(k int) bool { return d.ts[k] >= lo })
+		if q.sumsOnly {
+			// Mean, sum and count need no scan: a range is two prefix sums.
+			k := j + sort.Search(len(d.ts)-j, func(k int) bool { return d.ts[j+k] >= hi })
+			if k > j {
+				a.merge(&acc{n: int64(k - j), sum: d.sum[k] - d.sum[j], firstK: d.ts[j], first: d.vs[j], lastK: d.ts[k-1], last: d.vs[k-1]})
+			}
+			continue
+		}
+		for ; j < len(d.ts) && d.ts[j] < hi; j++ {
+			a.addSample(d.ts[j], d.vs[j])
+		}
+	}
+}
+
+// decode returns chunk i of rs from the chunk cache, decoding it on a miss.
+func (q *query) decode(r *runFile, rs *runSeries, i int) (*decodedChunk, bool) {
+	k := blockKey{run: r, id: rs.id, index: i}
+	if d, ok := q.db.cache.chunks.get(k); ok {
+		return d, true
+	}
+	d := new(decodedChunk)
+	if err := r.decodeChunk(&rs.chunks[i], d); err != nil {
+		q.fail(err)
+		return nil, false
+	}
+	d.prefix()
+	q.db.cache.chunks.put(k, d)
+	return d, true
+}
+
+// addSamples adds sorted samples to their buckets.
+func (q *query) addSamples(ts []int64, vs []float64) {
+	bb := q.bb
+	if len(ts) == 0 {
+		return
+	}
+	i := sort.Search(len(ts), func(k int) bool { return ts[k] >= bb.from })
+	end := bb.from + bb.span
+	if i == len(ts) || ts[i] >= end {
+		return
+	}
+	b := bb.index(ts[i])
+	for ; i < len(ts) && ts[i] < end; i++ {
+		for ts[i] >= bb.b[b+1] {
+			b++
+		}
+		q.accs[b].addSample(ts[i], vs[i])
+	}
+}
+
+// Raw returns the stored samples of tag in [from, to) in time order, at
+// most limit of them (all when limit <= 0).
+func (db *DB) Raw(tag string, from, to int64, limit int) ([]Sample, error) {
+	id, err := db.checkWindow(tag, from, to)
+	if err != nil {
+		return nil, err
+	}
+	q := &query{db: db, id: id}
+	var base runInput
+	db.mu.RLock()
+	heads := db.headPieces(id, from, to)
+	db.forPartitions(from, to, nil, func(p int64, runs []*runFile, _ []runInput) bool {
+		for _, x := range daySeries(runs, id, from, to) {
+			q.readRange(x.r, x.s, from, to, &base)
+		}
+		// Days come in time order: with nothing unflushed to merge, the
+		// first limit samples are final.
+		return limit <= 0 || len(heads) > 0 || len(base.ts) < limit
+	})
+	db.mu.RUnlock()
+	base = overlay(base, heads)
+	if q.err != nil {
+		db.log.Warn("query skipped damaged data", "tag", tag, "err", q.err)
+	}
+	n := len(base.ts)
+	if limit > 0 && n > limit {
+		n = limit
+	}
+	out := make([]Sample, n)
+	for i := range out {
+		out[i] = Sample{T: base.ts[i], V: base.vs[i], Q: base.qs[i]}
+	}
+	return out, nil
+}
+
+// readRange appends the samples of rs in [from, to).
+func (q *query) readRange(r *runFile, rs *runSeries, from, to int64, out *runInput) {
+	cs := rs.chunks
+	i := sort.Search(len(cs), func(k int) bool { return cs[k].maxT >= from })
+	for ; i < len(cs) && cs[i].minT < to; i++ {
+		d, ok := q.decode(r, rs, i)
+		if !ok {
+			continue
+		}
+		for j, t := range d.ts {
+			if t >= from && t < to {
+				out.ts = append(out.ts, t)
+				out.vs = append(out.vs, d.vs[j])
+				out.qs = append(out.qs, Quality(d.qs[j]))
+			}
+		}
+	}
+}

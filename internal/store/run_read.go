@@ -1,0 +1,382 @@
+package store
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"syscall"
+
+	"github.com/pith-historian/pith/internal/store/chunkenc"
+	"github.com/pith-historian/pith/internal/store/vfs"
+)
+
+// blockRef locates a checksummed block in a run file.
+type blockRef struct {
+	off, len uint32
+}
+
+type chunkRef struct {
+	minT, maxT int64
+	n          int32
+	blockRef
+}
+
+type tierRef struct {
+	n int32
+	blockRef
+}
+
+// runSeries is the index entry of one series in a run.
+type runSeries struct {
+	id         uint32
+	n          int64
+	minT, maxT int64
+	last       Sample
+	total      acc
+	fine       uint8
+	chunks     []chunkRef
+	tiers      [numTiers]tierRef
+}
+
+// runFile is an open, immutable run. data is the memory-mapped file.
+type runFile struct {
+	path   string
+	part   int64
+	seq    uint64
+	size   int64
+	data   []byte
+	mapped bool
+	series []runSeries // by id
+}
+
+// openRun opens a run file: memory-mapped on the real filesystem, so that
+// only the pages queries touch use memory; read whole on any other.
+func openRun(fs vfs.FS, path string) (*runFile, error) {
+	r := &runFile{path: path}
+	if isOS(fs) {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("open run: %w", err)
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return nil, fmt.Errorf("stat run: %w", err)
+		}
+		r.size = st.Size()
+		if r.size < runHeaderSize+2*runFooterSize {
+			return nil, &CorruptionError{File: path, Offset: 0, Err: errors.New("file too short")}
+		}
+		data, err := syscall.Mmap(int(f.Fd()), 0, int(r.size), syscall.PROT_READ, syscall.MAP_SHARED)
+		if err != nil {
+			return nil, fmt.Errorf("map run: %w", err)
+		}
+		r.data, r.mapped = data, true
+		// The footer and index are read, not touched through the mapping:
+		// a store of a thousand days then costs no resident index pages.
+		err = r.loadIndex(func(off, n int64) ([]byte, error) {
+			b := make([]byte, n)
+			_, err := f.ReadAt(b, off)
+			return b, err
+		})
+		if err != nil {
+			r.close()
+			return nil, err
+		}
+		return r, nil
+	}
+	data, err := readFile(fs, path)
+	if err != nil {
+		return nil, fmt.Errorf("open run: %w", err)
+	}
+	r.data, r.size = data, int64(len(data))
+	if r.size < runHeaderSize+2*runFooterSize {
+		return nil, &CorruptionError{File: path, Offset: 0, Err: errors.New("file too short")}
+	}
+	if err := r.loadIndex(func(off, n int64) ([]byte, error) { return r.data[off : off+n], nil }); err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *runFile) close() {
+	if r.mapped && r.data != nil {
+		syscall.Munmap(r.data)
+	}
+	r.data = nil
+}
+
+// loadIndex tries both footers and both index copies.
+func (r *runFile) loadIndex(read func(off, n int64) ([]byte, error)) error {
+	var firstErr error
+	for _, fo := range []int64{r.size - runFooterSize, r.size - 2*runFooterSize} {
+		foot, err := read(fo, runFooterSize)
+		if err != nil {
+			return fmt.Errorf("read run footer: %w", err)
+		}
+		if string(foot[28:]) != runFooterMagic || crc32.Checksum(foot[:24], castagnoli) != binary.LittleEndian.Uint32(foot[24:]) {
+			if firstErr == nil {
+				firstErr = &CorruptionError{File: r.path, Offset: fo, Err: errors.New("bad footer")}
+			}
+			continue
+		}
+		ln := int64(binary.LittleEndian.Uint32(foot[8:]))
+		crc := binary.LittleEndian.Uint32(foot[12:])
+		for _, off := range []int64{int64(binary.LittleEndian.Uint64(foot[0:])), int64(binary.LittleEndian.Uint64(foot[16:]))} {
+			if off < runHeaderSize || off+ln > r.size {
+				continue
+			}
+			idx, err := read(off, ln)
+			if err != nil {
+				return fmt.Errorf("read run index: %w", err)
+			}
+			if crc32.Checksum(idx, castagnoli) != crc {
+				if firstErr == nil {
+					firstErr = &CorruptionError{File: r.path, Offset: off, Err: errors.New("index checksum mismatch")}
+				}
+				continue
+			}
+			raw, err := inflateIndex(idx)
+			if err == nil {
+				err = r.parseIndex(raw)
+			}
+			if err != nil {
+				return &CorruptionError{File: r.path, Offset: off, Err: err}
+			}
+			return nil
+		}
+	}
+	return firstErr
+}
+
+// maxIndexBytes bounds an inflated index, against a damaged length.
+const maxIndexBytes = 1 << 30
+
+func inflateIndex(idx []byte) ([]byte, error) {
+	n, k := binary.Uvarint(idx)
+	if k <= 0 || n > maxIndexBytes {
+		return nil, errors.New("bad index length")
+	}
+	// The claimed length is trusted only as far as the data inflates.
+	var b bytes.Buffer
+	m, err := io.Copy(&b, io.LimitReader(flate.NewReader(bytes.NewReader(idx[k:])), int64(n)+1))
+	if err != nil {
+		return nil, fmt.Errorf("inflate index: %w", err)
+	}
+	if uint64(m) != n {
+		return nil, fmt.Errorf("inflate index: %d bytes, the index says %d", m, n)
+	}
+	return b.Bytes(), nil
+}
+
+type byteReader struct {
+	b   []byte
+	err error
+}
+
+func (br *byteReader) uvarint() uint64 {
+	v, k := binary.Uvarint(br.b)
+	if k <= 0 {
+		br.fail()
+		return 0
+	}
+	br.b = br.b[k:]
+	return v
+}
+
+func (br *byteReader) varint() int64 {
+	v, k := binary.Varint(br.b)
+	if k <= 0 {
+		br.fail()
+		return 0
+	}
+	br.b = br.b[k:]
+	return v
+}
+
+func (br *byteReader) f64() float64 {
+	if len(br.b) < 8 {
+		br.fail()
+		return 0
+	}
+	v := math.Float64frombits(binary.LittleEndian.Uint64(br.b))
+	br.b = br.b[8:]
+	return v
+}
+
+func (br *byteReader) byte1() byte {
+	if len(br.b) < 1 {
+		br.fail()
+		return 0
+	}
+	v := br.b[0]
+	br.b = br.b[1:]
+	return v
+}
+
+func (br *byteReader) fail() {
+	if br.err == nil {
+		br.err = errors.New("index truncated")
+	}
+	br.b = nil
+}
+
+func (r *runFile) parseIndex(idx []byte) error {
+	br := &byteReader{b: idx}
+	r.part = br.varint()
+	r.seq = br.uvarint()
+	n := br.uvarint()
+	if n > uint64(len(idx)) {
+		return errors.New("bad series count")
+	}
+	r.series = make([]runSeries, 0, n)
+	for i := uint64(0); i < n && br.err == nil; i++ {
+		var s runSeries
+		s.id = uint32(br.uvarint())
+		s.n = int64(br.uvarint())
+		s.minT = br.varint()
+		s.maxT = br.varint()
+		s.last = Sample{T: s.maxT, V: br.f64(), Q: Quality(br.byte1())}
+		s.fine = br.byte1()
+		s.total = acc{n: s.n, sum: br.f64(), min: br.f64(), max: br.f64(), first: br.f64(), last: s.last.V, firstK: s.minT, lastK: s.maxT}
+		nc := br.uvarint()
+		if nc > uint64(len(br.b)) {
+			return errors.New("bad chunk count")
+		}
+		s.chunks = make([]chunkRef, nc)
+		uoff := br.uvarint()
+		if uoff < runHeaderSize || uoff > uint64(r.size) {
+			return errors.New("chunk offset out of range")
+		}
+		off := int64(uoff)
+		prevEnd := s.minT
+		for j := range s.chunks {
+			c := &s.chunks[j]
+			c.minT = prevEnd + br.varint()
+			c.maxT = c.minT + br.varint()
+			prevEnd = c.maxT
+			cn, cl := br.uvarint(), br.uvarint()
+			if cn == 0 || cn > maxChunk || cl < 4 || cl > uint64(r.size) {
+				return errors.New("chunk reference out of range")
+			}
+			c.n, c.off, c.len = int32(cn), uint32(off), uint32(cl)
+			off += int64(cl)
+			if off > r.size {
+				return errors.New("chunk reference out of range")
+			}
+		}
+		if s.fine != noTier {
+			if int(s.fine) >= numTiers {
+				return errors.New("bad tier")
+			}
+			for l := int(s.fine); l < numTiers; l++ {
+				t := &s.tiers[l]
+				tn, tl := br.uvarint(), br.uvarint()
+				if tn > uint64(partitionMs/tierWidth[l]) || tl < 4 || tl > uint64(r.size) {
+					return errors.New("tier reference out of range")
+				}
+				t.n, t.off, t.len = int32(tn), uint32(off), uint32(tl)
+				off += int64(tl)
+				if off > r.size {
+					return errors.New("tier reference out of range")
+				}
+			}
+		}
+		if len(r.series) > 0 && r.series[len(r.series)-1].id >= s.id {
+			return errors.New("series out of order")
+		}
+		r.series = append(r.series, s)
+	}
+	return br.err
+}
+
+// find returns the index entry of series id, or nil.
+func (r *runFile) find(id uint32) *runSeries {
+	i := sort.Search(len(r.series), func(i int) bool { return r.series[i].id >= id })
+	if i < len(r.series) && r.series[i].id == id {
+		return &r.series[i]
+	}
+	return nil
+}
+
+// block returns the payload of a checksummed block.
+func (r *runFile) block(b blockRef) ([]byte, error) {
+	p := r.data[b.off : b.off+b.len]
+	if len(p) < 4 || crc32.Checksum(p[4:], castagnoli) != binary.LittleEndian.Uint32(p) {
+		return nil, &CorruptionError{File: r.path, Offset: int64(b.off), Err: errors.New("block checksum mismatch")}
+	}
+	return p[4:], nil
+}
+
+// decodedChunk holds one decoded chunk; buffers are reused between calls.
+type decodedChunk struct {
+	ts  []int64
+	vs  []float64
+	qs  []uint8
+	sum []float64 // prefix sums for queries: sum[i] = vs[0] + ... + vs[i-1]
+}
+
+// prefix fills d.sum, so that the sum of any range is one subtraction.
+func (d *decodedChunk) prefix() {
+	d.sum = make([]float64, len(d.vs)+1)
+	for i, v := range d.vs {
+		d.sum[i+1] = d.sum[i] + v
+	}
+}
+
+func (r *runFile) decodeChunk(c *chunkRef, d *decodedChunk) error {
+	p, err := r.block(c.blockRef)
+	if err != nil {
+		return err
+	}
+	n := int(c.n)
+	if d.ts, p, err = chunkenc.DecodeTimestamps(d.ts[:0], p, n); err == nil {
+		for i := range d.ts {
+			d.ts[i] += c.minT
+		}
+		if d.vs, p, err = chunkenc.DecodeFloats(d.vs[:0], p, n); err == nil {
+			d.qs, _, err = chunkenc.DecodeQualities(d.qs[:0], p, n)
+		}
+	}
+	if err != nil {
+		return &CorruptionError{File: r.path, Offset: int64(c.off), Err: err}
+	}
+	return nil
+}
+
+func (r *runFile) decodeTier(s *runSeries, level int) ([]cell, error) {
+	t := &s.tiers[level]
+	p, err := r.block(t.blockRef)
+	if err != nil {
+		return nil, err
+	}
+	cells, err := decodeTier(p, int(t.n), r.part*partitionMs, tierWidth[level])
+	if err != nil {
+		return nil, &CorruptionError{File: r.path, Offset: int64(t.off), Err: err}
+	}
+	return cells, nil
+}
+
+// readAll decodes every sample of series s, appending to in.
+func (r *runFile) readAll(s *runSeries, in *runInput) error {
+	var d decodedChunk
+	for i := range s.chunks {
+		if err := r.decodeChunk(&s.chunks[i], &d); err != nil {
+			return err
+		}
+		in.ts = append(in.ts, d.ts...)
+		in.vs = append(in.vs, d.vs...)
+		for _, q := range d.qs {
+			in.qs = append(in.qs, Quality(q))
+		}
+	}
+	return nil
+}

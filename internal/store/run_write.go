@@ -1,0 +1,273 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/pith-historian/pith/internal/store/chunkenc"
+	"github.com/pith-historian/pith/internal/store/vfs"
+	"golang.org/x/sys/unix"
+)
+
+// A run file holds the samples of many series for one day partition:
+// checksummed chunk and tier blocks, then the index twice and the footer
+// twice, so that one damaged byte costs at most one block. The layout is in
+// docs/format/store.md.
+const (
+	runMagic       = "PITHRUN1"
+	runFooterMagic = "PITHRUNE"
+	runVersion     = 1
+	runHeaderSize  = 16
+	runFooterSize  = 36
+)
+
+// runInput is the sorted, deduplicated data of one series for a run.
+type runInput struct {
+	id uint32
+	ts []int64
+	vs []float64
+	qs []Quality
+}
+
+// runWriter streams blocks to a new run file and builds its index.
+type runWriter struct {
+	fs    vfs.FS
+	f     vfs.File
+	w     *bufio.Writer
+	off   int64
+	part  int64
+	seq   uint64
+	index []byte
+	n     int // series written
+	buf   []byte
+	scrI  []int64
+	rel   []int64
+	scrF  []float64
+	qbuf  []uint8
+}
+
+func runFileName(part int64, seq uint64) string {
+	return fmt.Sprintf("p%d-%08d.run", part, seq)
+}
+
+func createRun(fs vfs.FS, dir string, part int64, seq uint64) (*runWriter, error) {
+	f, err := fs.OpenFile(filepath.Join(dir, runFileName(part, seq)+".tmp"), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create run: %w", err)
+	}
+	rw := &runWriter{fs: fs, f: f, w: bufio.NewWriterSize(f, 256<<10), part: part, seq: seq}
+	hdr := make([]byte, runHeaderSize)
+	copy(hdr, runMagic)
+	binary.LittleEndian.PutUint32(hdr[8:], runVersion)
+	rw.write(hdr)
+	return rw, nil
+}
+
+func (rw *runWriter) write(b []byte) {
+	rw.w.Write(b) // errors surface at Flush
+	rw.off += int64(len(b))
+}
+
+// block writes a checksummed block and returns its offset and length
+// (checksum included).
+func (rw *runWriter) block(payload []byte) (uint64, uint64) {
+	off := rw.off
+	var c [4]byte
+	binary.LittleEndian.PutUint32(c[:], crc32.Checksum(payload, castagnoli))
+	rw.write(c[:])
+	rw.write(payload)
+	return uint64(off), uint64(len(payload) + 4)
+}
+
+// add writes one series; series must come in increasing id order. With
+// dropRaw, a series with rollup tiers keeps only them (raw retention).
+func (rw *runWriter) add(in *runInput, dropRaw bool) {
+	n := len(in.ts)
+	if n == 0 {
+		return
+	}
+	minT, maxT := in.ts[0], in.ts[n-1]
+	fine := finestTier(n, minT, maxT)
+	var total acc
+	for i, t := range in.ts {
+		total.addSample(t, in.vs[i])
+	}
+	if e, ok := chunkenc.DecimalExponent(in.vs); ok {
+		total.sum = roundDecimal(total.sum, e)
+	}
+	x := rw.index
+	x = binary.AppendUvarint(x, uint64(in.id))
+	x = binary.AppendUvarint(x, uint64(n))
+	x = binary.AppendVarint(x, minT)
+	x = binary.AppendVarint(x, maxT)
+	x = appendF64(x, in.vs[n-1])
+	x = append(x, byte(in.qs[n-1]), fine)
+	x = appendF64(x, total.sum)
+	x = appendF64(x, total.min)
+	x = appendF64(x, total.max)
+	x = appendF64(x, total.first)
+
+	// Chunks end at finest-cell boundaries so that a query edge inside a
+	// cell decodes one small chunk.
+	var chunks []byte
+	nChunks := 0
+	firstOff := rw.off
+	prevEnd := minT
+	if dropRaw && fine == noTier {
+		dropRaw = false // a sparse series has no rollups to fall back on
+	}
+	for i := 0; i < n && !dropRaw; {
+		j := i + 1
+		lim := i + maxChunk
+		if lim > n {
+			lim = n
+		}
+		if fine != noTier {
+			w := tierWidth[fine]
+			end := floorTo(in.ts[i], w) + w
+			for j < lim && in.ts[j] < end {
+				j++
+			}
+			// Whole further cells join while the chunk stays small: fewer
+			// chunk headers, and an edge still decodes one short chunk.
+			for j < n {
+				end := floorTo(in.ts[j], w) + w
+				k := j
+				for k < n && in.ts[k] < end {
+					k++
+				}
+				if k-i > chunkTarget {
+					break
+				}
+				j = k
+			}
+		} else {
+			j = lim
+		}
+		// Times are stored relative to the chunk's first, which the index
+		// holds: the chunk's own first timestamp then costs one byte.
+		rw.rel = rw.rel[:0]
+		for _, t := range in.ts[i:j] {
+			rw.rel = append(rw.rel, t-in.ts[i])
+		}
+		rw.buf = chunkenc.AppendTimestamps(rw.buf[:0], rw.rel)
+		rw.buf = chunkenc.AppendFloats(rw.buf, in.vs[i:j])
+		rw.qbuf = rw.qbuf[:0]
+		for _, q := range in.qs[i:j] {
+			rw.qbuf = append(rw.qbuf, uint8(q))
+		}
+		rw.buf = chunkenc.AppendQualities(rw.buf, rw.qbuf)
+		_, l := rw.block(rw.buf)
+		// Chunks are contiguous: only lengths are stored, and times as
+		// deltas, which the index's compression shrinks further.
+		chunks = binary.AppendVarint(chunks, in.ts[i]-prevEnd)
+		chunks = binary.AppendVarint(chunks, in.ts[j-1]-in.ts[i])
+		chunks = binary.AppendUvarint(chunks, uint64(j-i))
+		chunks = binary.AppendUvarint(chunks, l)
+		prevEnd = in.ts[j-1]
+		nChunks++
+		i = j
+	}
+	x = binary.AppendUvarint(x, uint64(nChunks))
+	x = binary.AppendUvarint(x, uint64(firstOff))
+	x = append(x, chunks...)
+	if fine != noTier {
+		partStart := rw.part * partitionMs
+		tiers := buildTiers(fine, in.ts, in.vs)
+		for l := int(fine); l < numTiers; l++ {
+			rw.buf = appendTier(rw.buf[:0], partStart, tierWidth[l], tiers[l], rw.scrI, rw.scrF)
+			_, ln := rw.block(rw.buf)
+			x = binary.AppendUvarint(x, uint64(len(tiers[l])))
+			x = binary.AppendUvarint(x, ln)
+		}
+	}
+	rw.index = x
+	rw.n++
+}
+
+// compressIndex deflates the index: its varints of times and lengths
+// repeat a lot, and it is read once, when the run is opened.
+func compressIndex(raw []byte) []byte {
+	var b bytes.Buffer
+	b.Write(binary.AppendUvarint(nil, uint64(len(raw))))
+	w, _ := flate.NewWriter(&b, flate.BestCompression)
+	w.Write(raw)
+	w.Close()
+	return b.Bytes()
+}
+
+func appendF64(b []byte, v float64) []byte {
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+}
+
+// finish writes the index and footers, fsyncs (unless the caller syncs a
+// batch of runs at once with syncFS) and renames the file into place. The
+// caller fsyncs the directory.
+func (rw *runWriter) finish(fsync bool) (string, error) {
+	raw := binary.AppendVarint(nil, rw.part)
+	raw = binary.AppendUvarint(raw, rw.seq)
+	raw = binary.AppendUvarint(raw, uint64(rw.n))
+	raw = append(raw, rw.index...)
+	idx := compressIndex(raw)
+	crc := crc32.Checksum(idx, castagnoli)
+	off1 := rw.off
+	rw.write(idx)
+	off2 := rw.off
+	rw.write(idx)
+	foot := make([]byte, 0, runFooterSize)
+	foot = binary.LittleEndian.AppendUint64(foot, uint64(off1))
+	foot = binary.LittleEndian.AppendUint32(foot, uint32(len(idx)))
+	foot = binary.LittleEndian.AppendUint32(foot, crc)
+	foot = binary.LittleEndian.AppendUint64(foot, uint64(off2))
+	foot = binary.LittleEndian.AppendUint32(foot, crc32.Checksum(foot, castagnoli))
+	foot = append(foot, runFooterMagic...)
+	rw.write(foot)
+	rw.write(foot)
+	tmp := rw.f.Name()
+	if err := rw.w.Flush(); err != nil {
+		rw.abort()
+		return "", fmt.Errorf("write run: %w", err)
+	}
+	if fsync {
+		if err := rw.f.Sync(); err != nil {
+			rw.abort()
+			return "", fmt.Errorf("sync run: %w", err)
+		}
+	}
+	if err := rw.f.Close(); err != nil {
+		rw.fs.Remove(tmp)
+		return "", fmt.Errorf("close run: %w", err)
+	}
+	final := tmp[:len(tmp)-len(".tmp")]
+	if err := rw.fs.Rename(tmp, final); err != nil {
+		rw.fs.Remove(tmp)
+		return "", fmt.Errorf("rename run: %w", err)
+	}
+	return final, nil
+}
+
+// syncFS makes every file written under dir durable with one syncfs call,
+// instead of an fsync per run: a bulk load of years writes a run per day.
+func syncFS(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := unix.Syncfs(int(d.Fd())); err != nil {
+		return fmt.Errorf("syncfs %s: %w", dir, err)
+	}
+	return nil
+}
+
+func (rw *runWriter) abort() {
+	rw.f.Close()
+	rw.fs.Remove(rw.f.Name())
+}

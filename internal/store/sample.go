@@ -1,0 +1,112 @@
+// Package store is Pith's embedded time-series engine: a write-ahead log,
+// an in-memory head, immutable run files of encoded chunks partitioned by
+// day, and rollup tiers that answer bucketed queries exactly.
+package store
+
+import (
+	"fmt"
+	"math"
+)
+
+// Quality says how far a sample can be trusted.
+type Quality uint8
+
+// The qualities a sample can carry. Good is the zero value.
+const (
+	QualityGood Quality = iota
+	QualityBad
+	QualityUncertain
+)
+
+// String returns the name used by the HTTP API.
+func (q Quality) String() string {
+	switch q {
+	case QualityGood:
+		return "good"
+	case QualityBad:
+		return "bad"
+	case QualityUncertain:
+		return "uncertain"
+	}
+	return fmt.Sprintf("quality(%d)", uint8(q))
+}
+
+// ParseQuality is the inverse of Quality.String.
+func ParseQuality(s string) (Quality, error) {
+	switch s {
+	case "good", "":
+		return QualityGood, nil
+	case "bad":
+		return QualityBad, nil
+	case "uncertain":
+		return QualityUncertain, nil
+	}
+	return 0, fmt.Errorf("unknown quality %q (want good, bad or uncertain)", s)
+}
+
+// Sample is one stored value of one tag.
+type Sample struct {
+	T int64   // Unix milliseconds
+	V float64 // always finite
+	Q Quality
+}
+
+// Point is a sample addressed by tag name, the unit of a write.
+type Point struct {
+	Tag string
+	T   int64
+	V   float64
+	Q   Quality
+}
+
+// CheckValue reports whether v may be stored: non-finite values are refused.
+func CheckValue(v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Errorf("value %v is not finite", v)
+	}
+	return nil
+}
+
+// Agg names a bucket aggregate.
+type Agg uint8
+
+// The aggregates of GET /api/v1/data. AggRaw is not a bucket aggregate:
+// it asks for every stored sample.
+const (
+	AggMean Agg = iota
+	AggMin
+	AggMax
+	AggFirst
+	AggLast
+	AggSum
+	AggCount
+	AggRaw
+)
+
+var aggNames = [...]string{"mean", "min", "max", "first", "last", "sum", "count", "raw"}
+
+// String returns the API name of the aggregate.
+func (a Agg) String() string {
+	if int(a) < len(aggNames) {
+		return aggNames[a]
+	}
+	return fmt.Sprintf("agg(%d)", uint8(a))
+}
+
+// ParseAgg is the inverse of Agg.String.
+func ParseAgg(s string) (Agg, error) {
+	for i, n := range aggNames {
+		if n == s {
+			return Agg(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown aggregate %q (want mean, min, max, first, last, sum, count or raw)", s)
+}
+
+// Bucket is one answer of a bucketed query. OK is false when the bucket
+// holds no sample (the API writes null).
+type Bucket struct {
+	T  int64
+	V  float64
+	OK bool
+}

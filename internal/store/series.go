@@ -1,0 +1,168 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+
+	"github.com/pith-historian/pith/internal/store/vfs"
+	"path/filepath"
+	"sync"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// seriesTable maps tag names to dense ids and keeps each tag's newest sample.
+// Ids are assigned when a committed write is applied and are persisted in
+// the series file before any run file refers to them.
+type seriesTable struct {
+	mu     sync.RWMutex
+	byName map[string]uint32
+	names  []string
+	latest []Sample
+	has    []bool // latest is set
+	first  []int64
+	saved  int // ids below this are in the series file
+}
+
+func newSeriesTable() *seriesTable {
+	return &seriesTable{byName: make(map[string]uint32)}
+}
+
+// lookup returns the id of name without creating it.
+func (s *seriesTable) lookup(name string) (uint32, bool) {
+	s.mu.RLock()
+	id, ok := s.byName[name]
+	s.mu.RUnlock()
+	return id, ok
+}
+
+// savedID returns the id of a series already in the series file: WAL
+// records may refer to those by number.
+func (s *seriesTable) savedID(name string) (uint32, bool) {
+	s.mu.RLock()
+	id, ok := s.byName[name]
+	ok = ok && int(id) < s.saved
+	s.mu.RUnlock()
+	return id, ok
+}
+
+// getOrCreateLocked resolves name (bytes, to avoid allocating for known
+// names). The caller holds s.mu for writing.
+func (s *seriesTable) getOrCreateLocked(name []byte) uint32 {
+	if id, ok := s.byName[string(name)]; ok {
+		return id
+	}
+	n := string(name)
+	id := uint32(len(s.names))
+	s.byName[n] = id
+	s.names = append(s.names, n)
+	s.latest = append(s.latest, Sample{})
+	s.has = append(s.has, false)
+	s.first = append(s.first, 0)
+	return id
+}
+
+// observeLocked records a sample for Latest and the tag's time range.
+func (s *seriesTable) observeLocked(id uint32, t int64, v float64, q Quality) {
+	if !s.has[id] {
+		s.has[id] = true
+		s.latest[id] = Sample{T: t, V: v, Q: q}
+		s.first[id] = t
+		return
+	}
+	if t >= s.latest[id].T {
+		s.latest[id] = Sample{T: t, V: v, Q: q}
+	}
+	if t < s.first[id] {
+		s.first[id] = t
+	}
+}
+
+const seriesFileMagic = "PITHSER1"
+
+// save writes the series names atomically when new ones were added.
+func (s *seriesTable) save(fs vfs.FS, dir string) error {
+	s.mu.RLock()
+	n := len(s.names)
+	if n == s.saved {
+		s.mu.RUnlock()
+		return nil
+	}
+	buf := []byte(seriesFileMagic)
+	buf = binary.AppendUvarint(buf, uint64(n))
+	for _, name := range s.names[:n] {
+		buf = binary.AppendUvarint(buf, uint64(len(name)))
+		buf = append(buf, name...)
+	}
+	s.mu.RUnlock()
+	buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
+	// Two copies, written one after the other: ids cannot be guessed, so
+	// one damaged byte must not make every run unreadable.
+	for _, name := range seriesFiles {
+		if err := writeFileAtomic(fs, filepath.Join(dir, name), buf); err != nil {
+			return fmt.Errorf("save series: %w", err)
+		}
+	}
+	s.mu.Lock()
+	if n > s.saved {
+		s.saved = n
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// seriesFiles are the series file and its copy.
+var seriesFiles = [...]string{"series.dat", "series.copy.dat"}
+
+// loadSeries reads the series file, or its copy when the file is damaged;
+// a missing file is an empty table.
+func loadSeries(fs vfs.FS, dir string, log interface{ Error(string, ...any) }) (*seriesTable, error) {
+	s, err := loadSeriesFile(fs, filepath.Join(dir, seriesFiles[0]))
+	var ce *CorruptionError
+	if !errors.As(err, &ce) {
+		return s, err
+	}
+	c, cerr := loadSeriesFile(fs, filepath.Join(dir, seriesFiles[1]))
+	if cerr != nil || len(c.names) == 0 {
+		return nil, err
+	}
+	log.Error("series file damaged, its copy is used", "err", err)
+	return c, nil
+}
+
+func loadSeriesFile(fs vfs.FS, path string) (*seriesTable, error) {
+	s := newSeriesTable()
+	buf, err := readFile(fs, path)
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load series: %w", err)
+	}
+	if len(buf) < len(seriesFileMagic)+4 || string(buf[:len(seriesFileMagic)]) != seriesFileMagic {
+		return nil, &CorruptionError{File: path, Offset: 0, Err: errors.New("bad magic")}
+	}
+	body := buf[:len(buf)-4]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(buf[len(buf)-4:]) {
+		return nil, &CorruptionError{File: path, Offset: int64(len(buf) - 4), Err: errors.New("checksum mismatch")}
+	}
+	b := body[len(seriesFileMagic):]
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return nil, &CorruptionError{File: path, Offset: int64(len(seriesFileMagic)), Err: errShortRecord}
+	}
+	b = b[k:]
+	for i := uint64(0); i < n; i++ {
+		l, k := binary.Uvarint(b)
+		if k <= 0 || l > uint64(len(b)-k) {
+			return nil, &CorruptionError{File: path, Offset: int64(len(body) - len(b)), Err: errShortRecord}
+		}
+		s.getOrCreateLocked(b[k : k+int(l)])
+		b = b[k+int(l):]
+	}
+	s.saved = len(s.names)
+	return s, nil
+}

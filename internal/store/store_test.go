@@ -1,0 +1,284 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand"
+	"sort"
+	"testing"
+	"time"
+)
+
+// model is the naive reference: every tag's samples in a map, last write wins.
+type model map[string]map[int64]Sample
+
+func (m model) write(pts []Point) {
+	for _, p := range pts {
+		if m[p.Tag] == nil {
+			m[p.Tag] = make(map[int64]Sample)
+		}
+		m[p.Tag][p.T] = Sample{T: p.T, V: p.V, Q: p.Q}
+	}
+}
+
+func (m model) sorted(tag string) []Sample {
+	var out []Sample
+	for _, s := range m[tag] {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].T < out[j].T })
+	return out
+}
+
+// aggregate computes buckets by scanning, as the API contract defines them.
+func (m model) aggregate(tag string, from, to int64, n int, agg Agg) []Bucket {
+	out := make([]Bucket, n)
+	accs := make([]acc, n)
+	bb := newBounds(from, to, n)
+	for _, s := range m.sorted(tag) {
+		if s.T < from || s.T >= to {
+			continue
+		}
+		// The definition: from + i*w <= t < from + (i+1)*w with real w.
+		i := int(float64(s.T-from) * float64(n) / float64(to-from))
+		for i > 0 && float64(s.T-from)*float64(n) < float64(i)*float64(to-from) {
+			i--
+		}
+		for i < n-1 && float64(s.T-from)*float64(n) >= float64(i+1)*float64(to-from) {
+			i++
+		}
+		accs[i].addSample(s.T, s.V)
+	}
+	for i := range out {
+		out[i].T = bb.start(i)
+		out[i].V, out[i].OK = accs[i].value(agg)
+	}
+	return out
+}
+
+func testOptions() Options {
+	o := DefaultOptions()
+	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	o.HeadMaxSamples = 700
+	o.MaxRunsPerPart = 3
+	o.BulkPoints = 150
+	o.Durability = DurabilityRelaxed
+	return o
+}
+
+func close1(a, b float64) bool {
+	if a == b {
+		return true
+	}
+	return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
+}
+
+// TestStoreMatchesModel writes random late, duplicate and out-of-order data
+// across several days, flushing and reopening at random, and checks every
+// aggregate over random windows and bucket counts against the naive model.
+func TestStoreMatchesModel(t *testing.T) {
+	for seed := int64(1); seed <= 4; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { testAgainstModel(t, seed) })
+	}
+}
+
+func testAgainstModel(t *testing.T, seed int64) {
+	rnd := rand.New(rand.NewSource(seed))
+	dir := t.TempDir()
+	db, err := Open(dir, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	m := model{}
+	tags := []string{"a.x", "b.y", "c.z"}
+	const day = partitionMs
+	t0 := int64(1_700_000_000_000)
+	clock := t0
+	for step := 0; step < 60; step++ {
+		var pts []Point
+		n := 1 + rnd.Intn(400)
+		for i := 0; i < n; i++ {
+			var ts int64
+			switch r := rnd.Intn(10); {
+			case r < 6: // in order, ~1 s apart
+				clock += int64(500 + rnd.Intn(1000))
+				ts = clock
+			case r < 8: // late, up to 3 days back
+				ts = clock - rnd.Int63n(3*day)
+			default: // a repeat of a recent timestamp
+				ts = clock - int64(rnd.Intn(5))*1000
+			}
+			v := math.Round(rnd.NormFloat64()*1000) / 100
+			pts = append(pts, Point{Tag: tags[rnd.Intn(len(tags))], T: ts, V: v, Q: Quality(rnd.Intn(3))})
+		}
+		switch rnd.Intn(4) {
+		case 0: // a streamed transaction, in pieces
+			tx := db.Begin()
+			for len(pts) > 0 {
+				k := 1 + rnd.Intn(len(pts))
+				if err := tx.Add(pts[:k]); err != nil {
+					t.Fatal(err)
+				}
+				m.write(pts[:k])
+				pts = pts[k:]
+			}
+			if err := tx.Commit(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		case 1: // a transaction rolled back: nothing of it may show
+			tx := db.Begin()
+			if err := tx.Add(pts); err != nil {
+				t.Fatal(err)
+			}
+			tx.Rollback()
+		default:
+			if err := db.Write(context.Background(), pts); err != nil {
+				t.Fatal(err)
+			}
+			m.write(pts)
+		}
+		switch rnd.Intn(8) {
+		case 0:
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		case 1:
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if db, err = Open(dir, testOptions()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checkModel(t, rnd, db, m, tags, t0-3*day, clock+1000)
+	}
+}
+
+func checkModel(t *testing.T, rnd *rand.Rand, db *DB, m model, tags []string, lo, hi int64) {
+	t.Helper()
+	for k := 0; k < 6; k++ {
+		tag := tags[rnd.Intn(len(tags))]
+		if len(m[tag]) == 0 {
+			continue
+		}
+		from := lo + rnd.Int63n(hi-lo)
+		to := from + 1 + rnd.Int63n(hi-from)
+		if rnd.Intn(4) == 0 {
+			from, to = lo, hi
+		}
+		n := 1 + rnd.Intn(300)
+		agg := Agg(rnd.Intn(int(AggRaw)))
+		got, err := db.Aggregate(tag, from, to, n, agg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := m.aggregate(tag, from, to, n, agg)
+		for i := range want {
+			if got[i].T != want[i].T || got[i].OK != want[i].OK || (want[i].OK && !close1(got[i].V, want[i].V)) {
+				t.Fatalf("%s %s [%d,%d) n=%d bucket %d: got %+v want %+v", tag, agg, from, to, n, i, got[i], want[i])
+			}
+		}
+		raw, err := db.Raw(tag, from, to, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wantRaw []Sample
+		for _, s := range m.sorted(tag) {
+			if s.T >= from && s.T < to {
+				wantRaw = append(wantRaw, s)
+			}
+		}
+		if len(raw) != len(wantRaw) {
+			t.Fatalf("raw %s [%d,%d): %d samples, want %d", tag, from, to, len(raw), len(wantRaw))
+		}
+		for i := range raw {
+			if raw[i] != wantRaw[i] {
+				t.Fatalf("raw %s sample %d: got %+v want %+v", tag, i, raw[i], wantRaw[i])
+			}
+		}
+	}
+	for _, tag := range tags {
+		s := m.sorted(tag)
+		if len(s) == 0 {
+			continue
+		}
+		l, err := db.Latest(tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l[0].Sample != s[len(s)-1] {
+			t.Fatalf("latest %s: got %+v want %+v", tag, l[0].Sample, s[len(s)-1])
+		}
+	}
+}
+
+func TestUnknownTag(t *testing.T) {
+	db, err := Open(t.TempDir(), testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Aggregate("nope", 0, 10, 1, AggMean); !errors.Is(err, ErrUnknownTag) {
+		t.Fatalf("got %v, want ErrUnknownTag", err)
+	}
+}
+
+// TestRetention drops raw days past retention_raw (their rollups still
+// answer), removes days past retention_rollups, and refuses writes older
+// than the raw horizon.
+func TestRetention(t *testing.T) {
+	day := int64(partitionMs)
+	now := int64(100) * day
+	o := testOptions()
+	o.Now = func() time.Time { return time.UnixMilli(now) }
+	o.RetentionRaw = 10 * 24 * time.Hour
+	o.RetentionRollups = 30 * 24 * time.Hour
+	db, err := Open(t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var pts []Point
+	for d := int64(95); d < 100; d++ {
+		for s := int64(0); s < 86400; s += 10 {
+			pts = append(pts, Point{Tag: "x", T: d*day + s*1000, V: float64(s % 100)})
+		}
+	}
+	if err := db.Write(context.Background(), pts); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := db.Aggregate("x", 95*day, 100*day, 5, AggMean)
+	// Twenty days later: days 95..99 are past raw retention, not rollups.
+	now = 120 * day
+	if err := db.enforceRetention(); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := db.Aggregate("x", 95*day, 100*day, 5, AggMean)
+	for i := range before {
+		if before[i] != after[i] {
+			t.Fatalf("day %d: mean %v after raw retention, want %v", i, after[i], before[i])
+		}
+	}
+	if raw, _ := db.Raw("x", 95*day, 100*day, 0); len(raw) != 0 {
+		t.Fatalf("%d raw samples kept past retention", len(raw))
+	}
+	err = db.Write(context.Background(), []Point{{Tag: "x", T: 105 * day, V: 1}})
+	if !errors.Is(err, ErrTooOld) {
+		t.Fatalf("write past retention: got %v, want ErrTooOld", err)
+	}
+	now = 140 * day
+	if err := db.enforceRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := db.Aggregate("x", 95*day, 100*day, 1, AggCount); got[0].OK {
+		t.Fatalf("count %v past rollup retention, want none", got[0].V)
+	}
+}

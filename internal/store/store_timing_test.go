@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+)
+
+// Benchmarks on generated data, runnable anywhere:
+//
+//	go test -run '^$' -bench 'Bulk|Tiers|Aggregate|SmallWrites' ./internal/store
+
+// feedLike returns n samples every 10 s shaped like the standard feed.
+func feedLike(n int) []Point {
+	rnd := rand.New(rand.NewSource(1))
+	pts := make([]Point, n)
+	spike := 0
+	for i := range pts {
+		t := int64(1_700_000_000_000) + int64(i)*10_000
+		hour := float64(t/1000%86400) / 3600
+		base := 180 + 120*math.Pow(math.Sin(2*math.Pi*(hour-7)/24), 2)
+		if spike > 0 {
+			spike--
+		} else if rnd.Float64() < 0.004 {
+			spike = 3 + rnd.Intn(58)
+		}
+		v := math.Floor(base + rnd.NormFloat64()*15)
+		if spike > 0 {
+			v += 2000
+		}
+		pts[i] = Point{Tag: "power", T: t, V: math.Max(v, 0)}
+	}
+	return pts
+}
+
+// BenchmarkBulkImport is the import path: one transaction of 1M points,
+// committed, per iteration.
+func BenchmarkBulkImport(b *testing.B) {
+	pts := feedLike(1 << 20)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		db, err := Open(b.TempDir(), DefaultOptions())
+		if err != nil {
+			b.Fatal(err)
+		}
+		tx := db.Begin()
+		for k := 0; k < len(pts); k += 1 << 16 {
+			if err := tx.Add(pts[k : k+1<<16]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := tx.Commit(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		db.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(len(pts)*b.N)/b.Elapsed().Seconds(), "points/s")
+}
+
+// BenchmarkSmallWrites is acquisition: 100 points per durable write.
+func BenchmarkSmallWrites(b *testing.B) {
+	for _, mode := range []Durability{DurabilityRelaxed, DurabilityFsync} {
+		b.Run(fmt.Sprint("durability=", mode), func(b *testing.B) {
+			o := DefaultOptions()
+			o.Durability = mode
+			db, err := Open(b.TempDir(), o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			pts := make([]Point, 100)
+			for k := range pts {
+				pts[k].Tag = fmt.Sprintf("plant.r%d", k)
+			}
+			// As in a running plant, the tags are known (in the series file).
+			if err := db.Write(context.Background(), pts); err != nil {
+				b.Fatal(err)
+			}
+			if err := db.series.save(db.fs, db.dir); err != nil {
+				b.Fatal(err)
+			}
+			wal0 := db.stats.WALBytes.Load()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for k := range pts {
+					// Register values, and analog values with 2 decimals.
+					pts[k].T, pts[k].V = int64(i+1)*1000, float64((i+k)%1000)
+					if k%2 == 1 {
+						pts[k].V = float64((i*7+k)%100000) / 100
+					}
+				}
+				if err := db.Write(context.Background(), pts); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(pts)*b.N)/b.Elapsed().Seconds(), "points/s")
+			b.ReportMetric(float64(db.stats.WALBytes.Load()-wal0)/float64(len(pts)*b.N), "WAL-B/point")
+		})
+	}
+}
+
+// BenchmarkBuildTiers is the rollup work of a flush for a day of 1 s data.
+func BenchmarkBuildTiers(b *testing.B) {
+	n := 86400
+	ts := make([]int64, n)
+	vs := make([]float64, n)
+	for i := range ts {
+		ts[i] = int64(i) * 1000
+		vs[i] = math.Round(math.Sin(float64(i)/300)*10000) / 100
+	}
+	fine := finestTier(n, ts[0], ts[n-1])
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		buildTiers(fine, ts, vs)
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// BenchmarkAggregate is a chart: 1000 mean buckets over a year of 10 s
+// data, cold (caches emptied) and warm.
+func BenchmarkAggregate(b *testing.B) {
+	db, err := Open(b.TempDir(), DefaultOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	pts := feedLike(3_153_600)
+	if err := db.Write(context.Background(), pts); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	from, to := pts[0].T, pts[len(pts)-1].T+1
+	for _, warm := range []bool{false, true} {
+		b.Run(fmt.Sprint("warm=", warm), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if !warm {
+					db.cache = newCaches(db.opts.TierCacheBytes, db.opts.ChunkCacheBytes)
+				}
+				if _, err := db.Aggregate("power", from, to, 1000, AggMean); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

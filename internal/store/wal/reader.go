@@ -1,0 +1,138 @@
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+)
+
+// readWindow is how many bytes the segment reader fetches per read; a
+// record larger than this is read whole.
+const readWindow = 1 << 20
+
+// segmentReader decodes the records of one segment file from an
+// io.ReaderAt. It reads through a reusable window, so a returned record
+// aliases the window and is valid only until the next call.
+type segmentReader struct {
+	r      io.ReaderAt
+	size   int64 // file size
+	maxRec int   // largest payload accepted
+	buf    []byte
+	start  int64 // file offset of buf[0]
+	off    int64 // offset of the next record
+}
+
+func newSegmentReader(r io.ReaderAt, size int64, maxRec int) *segmentReader {
+	return &segmentReader{r: r, size: size, maxRec: maxRec, off: headerSize}
+}
+
+// window returns the n bytes at off, reading them when they are not in
+// the buffer. The caller ensures off+n <= size.
+func (s *segmentReader) window(off int64, n int) ([]byte, error) {
+	if off >= s.start && off+int64(n) <= s.start+int64(len(s.buf)) {
+		i := off - s.start
+		return s.buf[i : i+int64(n)], nil
+	}
+	want := int64(max(n, readWindow))
+	want = min(want, s.size-off)
+	if int64(cap(s.buf)) < want {
+		s.buf = make([]byte, want)
+	}
+	s.buf = s.buf[:want]
+	m, err := s.r.ReadAt(s.buf, off)
+	if m < n {
+		s.buf = s.buf[:0]
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("read segment at %d: %w", off, err)
+	}
+	s.buf, s.start = s.buf[:m], off
+	return s.buf[:n], nil
+}
+
+// header reads and checks the segment header of segment n.
+func (s *segmentReader) header(n uint32) error {
+	if s.size < headerSize {
+		return ErrShortRecord
+	}
+	h, err := s.window(0, headerSize)
+	if err != nil {
+		return err
+	}
+	return checkSegmentHeader(h, n)
+}
+
+// ioError marks an error of the underlying reader, as opposed to bad bytes.
+type ioError struct{ err error }
+
+func (e ioError) Error() string { return e.err.Error() }
+func (e ioError) Unwrap() error { return e.err }
+
+// next returns the record at s.off and advances past it. It returns io.EOF
+// at the clean end of the segment, an ioError when reading fails, and one
+// of the Err* format errors, leaving s.off at the bad record, when the
+// bytes there are not a valid record.
+func (s *segmentReader) next() ([]byte, error) {
+	rest := s.size - s.off
+	if rest == 0 {
+		return nil, io.EOF
+	}
+	if rest < recHeaderSize {
+		return nil, ErrShortRecord
+	}
+	h, err := s.window(s.off, recHeaderSize)
+	if err != nil {
+		return nil, ioError{err}
+	}
+	n := binary.LittleEndian.Uint32(h)
+	crc := binary.LittleEndian.Uint32(h[4:])
+	typ := h[8]
+	switch {
+	case n == 0 && crc == 0 && typ == 0:
+		return nil, ErrZeroRecord
+	case int64(n) > int64(s.maxRec):
+		return nil, ErrRecordTooLarge
+	case recordSize(int(n)) > rest:
+		return nil, ErrShortRecord
+	}
+	b, err := s.window(s.off, int(recordSize(int(n))))
+	if err != nil {
+		return nil, ioError{err}
+	}
+	if crc32.Checksum(b[8:], castagnoli) != crc {
+		return nil, ErrChecksum
+	}
+	if typ != recordTypeFull {
+		return nil, ErrUnknownType
+	}
+	s.off += recordSize(int(n))
+	return b[recHeaderSize:], nil
+}
+
+// resync looks for the first valid record at or after from and returns its
+// offset, or -1 when the rest of the segment holds none. It is the slow
+// path taken only after damage, to tell a torn tail from corruption in the
+// middle and to resume after a damaged record.
+func (s *segmentReader) resync(from int64) (int64, error) {
+	for off := from; off+recHeaderSize <= s.size; off++ {
+		h, err := s.window(off, recHeaderSize)
+		if err != nil {
+			return -1, err
+		}
+		n := binary.LittleEndian.Uint32(h)
+		if h[8] != recordTypeFull || int64(n) > int64(s.maxRec) || off+recordSize(int(n)) > s.size {
+			continue
+		}
+		b, err := s.window(off, int(recordSize(int(n))))
+		if err != nil {
+			return -1, err
+		}
+		if crc32.Checksum(b[8:], castagnoli) == binary.LittleEndian.Uint32(b[4:]) {
+			return off, nil
+		}
+	}
+	return -1, nil
+}

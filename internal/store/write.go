@@ -1,0 +1,377 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pith-historian/pith/internal/store/wal"
+)
+
+// Write stores pts atomically: on return without error every point is
+// durable (per the durability mode) and visible to queries; on error none is.
+func (db *DB) Write(ctx context.Context, pts []Point) error {
+	if err := db.validatePoints(pts); err != nil {
+		return err
+	}
+	if len(pts) == 0 {
+		return nil
+	}
+	if len(pts) > db.opts.BulkPoints {
+		tx := db.Begin()
+		if err := tx.Add(pts); err != nil {
+			tx.Rollback()
+			return err
+		}
+		return tx.Commit(ctx)
+	}
+	rec := appendDataRecordIDs(nil, txnAuto, pts, make(map[string]int), nil, db.series.savedID)
+	return db.commit(rec, func() error {
+		_, err := db.applyPoints(pts)
+		return err
+	})
+}
+
+// PointError reports the invalid point of a write; Index is its position
+// in the slice given to Write or Tx.Add.
+type PointError struct {
+	Index int
+	Tag   string
+	Err   error
+}
+
+func (e *PointError) Error() string {
+	return fmt.Sprintf("point %d (%s): %v", e.Index, e.Tag, e.Err)
+}
+
+func (e *PointError) Unwrap() error { return e.Err }
+
+// ErrTooOld is wrapped by a PointError for a sample older than the raw
+// retention: its day keeps only rollups, which cannot take it exactly.
+var ErrTooOld = errors.New("older than the raw retention")
+
+func (db *DB) validatePoints(pts []Point) error {
+	oldest := int64(-1 << 63)
+	if db.opts.RetentionRaw > 0 {
+		oldest = db.opts.Now().Add(-db.opts.RetentionRaw).UnixMilli()
+	}
+	for i := range pts {
+		p := &pts[i]
+		var err error
+		switch {
+		case p.Tag == "":
+			err = errors.New("empty tag")
+		case p.Q > QualityUncertain:
+			err = fmt.Errorf("bad quality %d", p.Q)
+		case p.T < oldest:
+			err = fmt.Errorf("time %d is %w (%s)", p.T, ErrTooOld, db.opts.RetentionRaw)
+		default:
+			err = CheckValue(p.V)
+		}
+		if err != nil {
+			return &PointError{Index: i, Tag: p.Tag, Err: err}
+		}
+	}
+	return nil
+}
+
+// commit appends rec (which commits itself), waits until it is durable and
+// applies it with apply, in WAL order relative to other commits.
+func (db *DB) commit(rec []byte, apply func() error) error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	if e := db.failed.Load(); e != nil {
+		return *e
+	}
+	key := db.nextTxn.Add(1)
+	db.orderMu.Lock()
+	pos, err := db.wal.Append(rec)
+	if err == nil {
+		// Until applied, the record must survive WAL truncation.
+		db.inflight[key] = pos
+	}
+	prev := db.lastTicket
+	mine := make(chan struct{})
+	db.lastTicket = mine
+	db.orderMu.Unlock()
+	defer func() {
+		db.orderMu.Lock()
+		delete(db.inflight, key)
+		db.orderMu.Unlock()
+		close(mine)
+	}()
+	if err == nil {
+		db.stats.WALBytes.Add(int64(len(rec)))
+		// Sync is not cancelled by the caller: a record that reached the WAL
+		// must also reach the head, or a restart would disagree with now.
+		err = db.wal.Sync(context.Background(), pos)
+	}
+	<-prev
+	if err != nil {
+		return fmt.Errorf("commit write: %w", err)
+	}
+	if err := apply(); err != nil {
+		return err
+	}
+	return db.backpressure()
+}
+
+// Tx is a streaming atomic write: points staged with Add become durable and
+// visible together at Commit, or not at all.
+//
+// A small transaction is one WAL record. A larger one is a bulk load: its
+// points collect in a private head that is written, whenever it fills, to
+// private run files no query sees; Commit publishes those runs with one
+// manifest write, which is the commit point. Bulk data is written to disk
+// once (no WAL copy), memory stays bounded, and a crash before the
+// manifest write leaves only orphan files that Open removes.
+type Tx struct {
+	db      *DB
+	pending []Point
+	names   map[string]int
+	order   []string
+	private *head
+	runs    map[int64][]*runFile // private runs by day, oldest first
+	writing chan error           // the private head being written, if any
+	n       int
+	err     error
+	done    bool
+}
+
+// Begin starts a transaction. It must end with Commit or Rollback.
+func (db *DB) Begin() *Tx {
+	return &Tx{db: db, names: make(map[string]int)}
+}
+
+// Add stages points; an invalid point fails the whole transaction. Add
+// does not keep pts.
+func (tx *Tx) Add(pts []Point) error {
+	if tx.err != nil {
+		return tx.err
+	}
+	if tx.done {
+		return errors.New("add to finished transaction")
+	}
+	if tx.db.closed.Load() {
+		return ErrClosed
+	}
+	if err := tx.db.validatePoints(pts); err != nil {
+		tx.err = err
+		return err
+	}
+	if tx.private == nil && len(tx.pending)+len(pts) <= tx.db.opts.BulkPoints {
+		tx.pending = append(tx.pending, pts...)
+		return nil
+	}
+	if tx.private == nil {
+		tx.private = newHead()
+		tx.runs = make(map[int64][]*runFile)
+		if err := tx.stage(tx.pending); err != nil {
+			return err
+		}
+		tx.pending = nil
+	}
+	return tx.stage(pts)
+}
+
+// stage adds points to the private head, writing it out when full.
+func (tx *Tx) stage(pts []Point) error {
+	db, h, s := tx.db, tx.private, tx.db.series
+	s.mu.Lock()
+	for i := range pts {
+		p := &pts[i]
+		id, ok := s.byName[p.Tag]
+		if !ok {
+			id = s.getOrCreateLocked([]byte(p.Tag))
+		}
+		h.appendLocked(id, p.T, p.V, p.Q, db.opts.Now)
+	}
+	s.mu.Unlock()
+	tx.n += len(pts)
+	if h.samples >= db.opts.HeadMaxSamples {
+		return tx.spill()
+	}
+	return nil
+}
+
+// spill hands the full private head to a goroutine that writes it to
+// private runs while the caller goes on staging into a new one, so parsing
+// and encoding use both cores. At most one head is being written.
+func (tx *Tx) spill() error {
+	if err := tx.wait(); err != nil {
+		return err
+	}
+	h := tx.private
+	if h.samples == 0 {
+		return nil
+	}
+	tx.private = newHead()
+	done := make(chan error, 1)
+	tx.writing = done
+	go func() {
+		h.freeze()
+		runs, err := tx.db.writeHeadRuns(h.series)
+		if err == nil {
+			// Runs of one head are appended before the next head's are,
+			// so a day's private runs stay oldest first.
+			for p, r := range runs {
+				tx.runs[p] = append(tx.runs[p], r)
+			}
+		}
+		done <- err
+	}()
+	return nil
+}
+
+// wait waits for the private head being written, if any.
+func (tx *Tx) wait() error {
+	if tx.writing == nil {
+		return tx.err
+	}
+	err := <-tx.writing
+	tx.writing = nil
+	if err != nil && tx.err == nil {
+		tx.err = err
+	}
+	return tx.err
+}
+
+// Rollback drops the transaction and its private runs.
+func (tx *Tx) Rollback() {
+	if tx.done {
+		return
+	}
+	tx.done = true
+	tx.wait()
+	tx.db.discard(tx.runs)
+	tx.runs = nil
+}
+
+// Commit makes the transaction durable and visible.
+func (tx *Tx) Commit(ctx context.Context) error {
+	if tx.err != nil {
+		tx.Rollback()
+		return tx.err
+	}
+	if tx.done {
+		return errors.New("commit of finished transaction")
+	}
+	db := tx.db
+	if tx.private == nil {
+		tx.done = true
+		if len(tx.pending) == 0 {
+			return nil
+		}
+		pts := tx.pending
+		rec := appendDataRecordIDs(nil, txnAuto, pts, tx.names, tx.order, db.series.savedID)
+		return db.commit(rec, func() error {
+			_, err := db.applyPoints(pts)
+			return err
+		})
+	}
+	if err := tx.spill(); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.wait(); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := db.commitBulk(tx.runs); err != nil {
+		tx.Rollback()
+		return fmt.Errorf("commit write: %w", err)
+	}
+	tx.done = true
+	db.stats.PointsWritten.Add(int64(tx.n))
+	return nil
+}
+
+// applyPoints adds points to the active head.
+func (db *DB) applyPoints(pts []Point) (int, error) {
+	s := db.series
+	db.mu.RLock()
+	h := db.active
+	s.mu.Lock()
+	h.mu.Lock()
+	for i := range pts {
+		p := &pts[i]
+		id, ok := s.byName[p.Tag]
+		if !ok {
+			id = s.getOrCreateLocked([]byte(p.Tag))
+		}
+		h.appendLocked(id, p.T, p.V, p.Q, db.opts.Now)
+		s.observeLocked(id, p.T, p.V, p.Q)
+	}
+	h.mu.Unlock()
+	s.mu.Unlock()
+	db.mu.RUnlock()
+	db.stats.PointsWritten.Add(int64(len(pts)))
+	return len(pts), nil
+}
+
+// applyRecord adds a decoded data record to the active head: all of its
+// points or, when any of them does not decode, none.
+func (db *DB) applyRecord(d *dataRecord) (int, error) {
+	type point struct {
+		key int
+		t   int64
+		v   float64
+		q   Quality
+	}
+	pts := make([]point, d.n)
+	for i := range pts {
+		key, t, v, q, err := d.next()
+		if err != nil {
+			return 0, err
+		}
+		pts[i] = point{key, t, v, q}
+	}
+	s := db.series
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	h := db.active
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range pts {
+		if sid := p.key - len(d.names); sid >= len(s.names) {
+			return 0, fmt.Errorf("data record names unknown series %d", sid)
+		}
+	}
+	ids := make([]uint32, len(d.names))
+	for i, n := range d.names {
+		ids[i] = s.getOrCreateLocked(n)
+	}
+	h.mu.Lock()
+	for _, p := range pts {
+		id := uint32(p.key - len(d.names))
+		if p.key < len(ids) {
+			id = ids[p.key]
+		}
+		h.appendLocked(id, p.t, p.v, p.q, db.opts.Now)
+		s.observeLocked(id, p.t, p.v, p.q)
+	}
+	h.mu.Unlock()
+	db.stats.PointsWritten.Add(int64(len(pts)))
+	return len(pts), nil
+}
+
+// backpressure rotates a full head and, when flushing falls behind, waits
+// for it so memory stays bounded.
+func (db *DB) backpressure() error {
+	db.mu.RLock()
+	n, _ := db.active.size()
+	full := n >= db.opts.HeadMaxSamples
+	backlog := len(db.frozen)
+	db.mu.RUnlock()
+	if !full {
+		return nil
+	}
+	db.rotate()
+	if backlog >= 1 {
+		return db.waitFlushed()
+	}
+	return nil
+}
+
+var _ = wal.Pos{}
