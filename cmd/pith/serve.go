@@ -47,6 +47,9 @@ func runServe(args []string) error {
 	log := newLogger(cfg.Log.Level)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if *cfgPath != "" {
+		ctx = withConfigLoader(ctx, func() (*config.Config, error) { return loadConfig(*cfgPath, *data, *listen) })
+	}
 	return serve(ctx, cfg, log, nil)
 }
 
@@ -166,6 +169,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, ready func
 	if err != nil {
 		return err
 	}
+	rl := &reloader{cur: cfg, p: p, auth: auth, log: log}
+	rl.load, _ = ctx.Value(configLoaderKey{}).(func() (*config.Config, error))
+	defer rl.watchSIGHUP(ctx)()
+	mux.Handle("/api/v1/admin/reload", rl)
 	defer closeWeb()
 	var signed http.Handler // event posts signed with the shared secret skip the key check
 	if cfg.Events.Enabled {
@@ -300,6 +307,15 @@ func limitRemote(l *api.RateLimiter, h http.Handler) http.Handler {
 
 // newAuth builds the API-key check from [http] keys.
 func newAuth(c config.HTTP, log *slog.Logger) (*api.Auth, error) {
+	keys, err := apiKeys(c)
+	if err != nil {
+		return nil, err
+	}
+	return api.NewAuth(keys, log)
+}
+
+// apiKeys turns the [http] keys into the API's.
+func apiKeys(c config.HTTP) ([]api.Key, error) {
 	keys := make([]api.Key, 0, len(c.Keys))
 	for _, k := range c.Keys {
 		sc, err := api.ParseScope(k.Scope)
@@ -308,7 +324,7 @@ func newAuth(c config.HTTP, log *slog.Logger) (*api.Auth, error) {
 		}
 		keys = append(keys, api.Key{Name: k.Name, Hash: k.Hash, Scope: sc})
 	}
-	return api.NewAuth(keys, log)
+	return keys, nil
 }
 
 // routes mounts every HTTP part. The returned func ends live streams, which

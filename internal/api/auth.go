@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 )
 
 // API keys (docs/design/0003-security.md). A key is 32 random bytes shown
@@ -86,10 +87,10 @@ type key struct {
 	scope Scope
 }
 
-// Auth checks API keys. It is safe for concurrent use and immutable
-// after NewAuth.
+// Auth checks API keys. It is safe for concurrent use; SetKeys swaps the
+// keys of a running server (a config reload).
 type Auth struct {
-	keys []key
+	keys atomic.Pointer[[]key]
 	log  *slog.Logger
 }
 
@@ -101,6 +102,25 @@ func NewAuth(keys []Key, log *slog.Logger) (*Auth, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	a := &Auth{log: log}
+	if err := a.SetKeys(keys); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// SetKeys checks keys and, when all are good, makes them the accepted
+// ones; on error the keys in use stay.
+func (a *Auth) SetKeys(keys []Key) error {
+	parsed, err := parseKeys(keys)
+	if err != nil {
+		return err
+	}
+	a.keys.Store(&parsed)
+	return nil
+}
+
+func parseKeys(keys []Key) ([]key, error) {
+	var out []key
 	seen := make(map[string]bool, len(keys))
 	for i, k := range keys {
 		if k.Name == "" {
@@ -126,13 +146,13 @@ func NewAuth(keys []Key, log *slog.Logger) (*Auth, error) {
 		}
 		kk := key{name: k.Name, scope: k.Scope}
 		copy(kk.sum[:], raw)
-		a.keys = append(a.keys, kk)
+		out = append(out, kk)
 	}
-	return a, nil
+	return out, nil
 }
 
 // Enabled reports whether keys are required.
-func (a *Auth) Enabled() bool { return len(a.keys) > 0 }
+func (a *Auth) Enabled() bool { return len(*a.keys.Load()) > 0 }
 
 // identityKey is the context key of the authenticated key name.
 type identityKey struct{}
@@ -150,7 +170,7 @@ func (a *Auth) check(plain string) (key, bool) {
 	sum := sha256.Sum256([]byte(plain))
 	var found key
 	ok := 0
-	for _, k := range a.keys {
+	for _, k := range *a.keys.Load() {
 		if subtle.ConstantTimeCompare(sum[:], k.sum[:]) == 1 {
 			found, ok = k, 1
 		}

@@ -12,8 +12,8 @@ package plant
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/pith-historian/pith/internal/acq"
@@ -53,16 +53,18 @@ func DefaultOptions() Options {
 // Plant is a running acquisition: build it with Start, end it with Stop.
 // Its methods are safe for concurrent use.
 type Plant struct {
-	log     *slog.Logger
-	opts    Options
-	queue   *archive.Queue
-	tab     *tag.Table
-	sched   *acq.Scheduler
-	links   *acq.ModbusLinks
-	servers []*publisher
-	ctl     *controller
-	cancel  context.CancelFunc
-	stops   []stopStep // in start order; Stop runs them backwards
+	log    *slog.Logger
+	opts   Options
+	queue  *archive.Queue
+	tab    *tag.Table
+	ctl    liveController
+	cancel context.CancelFunc
+	ctx    context.Context // the plant's; a reload starts its acquisition under it
+	stops  []stopStep      // in start order; Stop runs them backwards
+
+	mu  sync.Mutex // guards acq and cfg; held for a whole reload
+	acq *acquisition
+	cfg *config.Config // the configuration acq runs
 }
 
 // stopStep is how one started part is stopped.
@@ -124,38 +126,25 @@ func (p *Plant) start(ctx context.Context, cfg *config.Config, db archive.Writer
 		return err
 	}
 	p.tab = tag.New(p.log.With("part", "tags"), p.opts.Table, p.queue)
-	p.sched = acq.NewScheduler(p.tab, p.opts.Clock, p.log.With("part", "acq"))
-
-	// Stations are added (their tags defined) before the servers and the
-	// control path look tags up, so that those see the stations' metadata.
-	err = p.step("modbus stations", func() error {
-		var err error
-		p.links, err = p.sched.AddModbus(cfg.Modbus.Clients, p.log.With("part", "modbus-client"))
-		return err
-	}, func() error { return p.links.Close() })
+	p.ctx = ctx
+	a, err := startAcquisition(ctx, cfg, p.tab, p.opts.Clock, p.log)
 	if err != nil {
 		return err
 	}
-	for i := range cfg.Modbus.Servers {
-		sc := cfg.Modbus.Servers[i]
-		var pub *publisher
-		err := p.step("modbus server "+sc.Listen, func() error {
-			var err error
-			pub, err = startPublisher(ctx, sc, p.tab, p.log.With("part", "modbus-server", "listen", sc.Listen))
-			return err
-		}, func() error { return pub.stop() })
-		if err != nil {
-			return fmt.Errorf("start modbus.server[%d]: %w", i, err)
+	p.acq, p.cfg = a, cfg
+	p.ctl.cur.Store(a.ctl)
+	p.stops = append(p.stops, stopStep{name: "acquisition", stop: func() error {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.ctl.cur.Store(nil)
+		if p.acq == nil {
+			return nil
 		}
-		p.servers = append(p.servers, pub)
-	}
-	ctl, err := newController(cfg.Modbus, p.tab, p.links, p.log.With("part", "control"))
-	if err != nil {
+		err := p.acq.stop(p.log)
+		p.acq = nil
 		return err
-	}
-	p.ctl = ctl
-	return p.step("scheduler", func() error { return p.sched.Start(ctx) },
-		func() error { p.sched.Stop(); return nil })
+	}})
+	return nil
 }
 
 // Stop stops the parts in the reverse of their start order, logging how
@@ -190,21 +179,34 @@ func (p *Plant) Table() *tag.Table { return p.tab }
 // Archive returns the archive queue, for its statistics and FREEZE.
 func (p *Plant) Archive() *archive.Queue { return p.queue }
 
-// Scheduler returns the station scheduler, for its statistics.
-func (p *Plant) Scheduler() *acq.Scheduler { return p.sched }
+// Scheduler returns the station scheduler running now, for its
+// statistics; nil once the plant stopped.
+func (p *Plant) Scheduler() *acq.Scheduler {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.acq == nil {
+		return nil
+	}
+	return p.acq.sched
+}
 
 // ServerAddrs returns the bound address of every Modbus server, in
 // configuration order (useful when a server listens on port 0).
 func (p *Plant) ServerAddrs() []string {
-	out := make([]string, len(p.servers))
-	for i, s := range p.servers {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.acq == nil {
+		return nil
+	}
+	out := make([]string, len(p.acq.servers))
+	for i, s := range p.acq.servers {
 		out[i] = s.addr
 	}
 	return out
 }
 
 // Controller returns the control path for POST /api/v1/control.
-func (p *Plant) Controller() api.Controller { return p.ctl }
+func (p *Plant) Controller() api.Controller { return &p.ctl }
 
 // Meta returns the tag metadata /api/v1/tags shows, from the tag table.
 func (p *Plant) Meta() api.MetaFunc {
