@@ -68,6 +68,7 @@ type DB struct {
 
 	flushMu        sync.Mutex
 	lastCheckpoint uint32
+	version        int           // the MANIFEST format version; raised to formatDeletes by the first delete
 	broken         []string      // unreadable runs, kept listed in the manifest
 	replaying      bool          // set during Open's replay, read by rotate
 	replayFrom     uint32        // the checkpoint replay started from
@@ -81,8 +82,13 @@ type DB struct {
 	closed   atomic.Bool
 	failed   atomic.Pointer[error] // a flush failure that stops writes
 
-	cache *caches
-	stats Stats
+	cache   *caches
+	stats   Stats
+	nospace diskState // see diskfull.go
+
+	// tombstones are the committed deletes whose WAL record may still be
+	// replayed (see delete.go); guarded by flushMu, read alone by replay.
+	tombstones []tombstone
 }
 
 // frozenHead is a head waiting to be flushed, with the WAL segment from
@@ -108,6 +114,10 @@ type manifest struct {
 	Checkpoint uint32   `json:"checkpoint"` // WAL segment replay starts from
 	NextSeq    uint64   `json:"next_seq"`
 	Runs       []string `json:"runs"`
+	// Deletes are committed deletes that WAL replay must still apply to
+	// the records before them (see delete.go). Omitted when empty, so a
+	// manifest without deletes reads the same to older versions.
+	Deletes []tombstone `json:"deletes,omitempty"`
 }
 
 // Open opens or creates the store in dir and replays its WAL.
@@ -166,11 +176,14 @@ func Open(dir string, opts Options) (_ *DB, err error) {
 			}
 		}()
 	}
-	if db.series, err = loadSeries(fs, dir, opts.Logger); err != nil {
-		return nil, err
-	}
+	// The manifest's format version is checked before any other file is
+	// read: a newer Pith's files must be refused, not misread.
 	m, err := db.loadManifest()
 	if err != nil {
+		return nil, err
+	}
+	db.version = m.Version
+	if db.series, err = loadSeries(fs, dir, opts.Logger); err != nil {
 		return nil, err
 	}
 	if err := db.openRuns(m); err != nil {
@@ -218,8 +231,8 @@ func (db *DB) loadManifest() (*manifest, error) {
 	if err != nil {
 		return nil, &CorruptionError{File: path, Err: err}
 	}
-	if m.Version != 1 {
-		return nil, fmt.Errorf("open store: manifest version %d is newer than this Pith understands (1)", m.Version)
+	if err := checkFormatVersion(m.Version); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", db.dir, err)
 	}
 	return m, nil
 }
@@ -255,6 +268,7 @@ func decodeManifest(buf []byte) (*manifest, error) {
 func (db *DB) openRuns(m *manifest) error {
 	db.seq.Store(m.NextSeq - 1)
 	db.lastCheckpoint = m.Checkpoint
+	db.tombstones = m.Deletes
 	live := make(map[string]bool, len(m.Runs))
 	for _, name := range m.Runs {
 		live[name] = true
@@ -334,13 +348,13 @@ func (db *DB) replay(from uint32) error {
 	err := db.wal.Replay(start, func(pos wal.Pos, rec []byte) error {
 		recs++
 		if len(rec) == 0 || rec[0] != recData {
-			return nil
+			return nil // a delete record acts through its tombstone
 		}
 		if err := decodeDataRecord(rec, &d); err != nil || d.txn != txnAuto {
 			db.log.Error("skipping undecodable wal record", "segment", pos.Segment, "offset", pos.Offset, "err", err)
 			return nil
 		}
-		n, err := db.applyRecord(&d)
+		n, err := db.replayRecord(pos, &d)
 		applied += n
 		if err != nil {
 			db.log.Error("skipping damaged wal record", "segment", pos.Segment, "offset", pos.Offset, "err", err)

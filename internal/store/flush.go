@@ -80,16 +80,18 @@ func (db *DB) maintain() {
 			// New tags reach the series file within a second, after which
 			// WAL records name them by id (a few bytes) instead of by name.
 			db.flushMu.Lock()
-			if err := db.series.save(db.fs, db.dir); err != nil {
+			if err := db.series.save(db.fs, db.dir); err != nil && !isNoSpace(err) {
 				db.log.Warn("save series", "err", err)
 			}
 			db.flushMu.Unlock()
 		}
 		if err := db.flushFrozen(); err != nil {
-			db.log.Error("flush head", "err", err)
+			if !isNoSpace(err) { // logged once by noteDisk
+				db.log.Error("flush head", "err", err)
+			}
 			continue
 		}
-		if err := db.compact(false); err != nil {
+		if err := db.compact(false); err != nil && !isNoSpace(err) {
 			db.log.Error("compact runs", "err", err)
 		}
 		if time.Since(lastRetention) >= retentionEvery {
@@ -128,9 +130,13 @@ func (db *DB) flushFrozenLocked() error {
 		fh := db.frozen[0]
 		db.mu.RUnlock()
 		start := time.Now()
-		if err := db.flushHead(fh); err != nil {
+		if err := db.noteDisk(&db.nospace.flush, "flushes", db.flushHead(fh)); err != nil {
 			e := fmt.Errorf("flush head: %w", err)
-			db.failed.Store(&e)
+			if !isNoSpace(err) {
+				db.failed.Store(&e)
+			}
+			// Out of space, the head stays frozen in memory with its WAL
+			// and the flush is retried.
 			return e
 		}
 		db.stats.Flushes.Add(1)
@@ -469,7 +475,7 @@ func (db *DB) install(added, replaced map[int64][]*runFile, swap func(), checkpo
 		next[p] = append(append([]*runFile(nil), next[p]...), rs...)
 		sortRuns(next[p])
 	}
-	m := manifest{Version: 1, NextSeq: db.seq.Load() + 1, Checkpoint: checkpoint}
+	m := manifest{Version: db.version, NextSeq: db.seq.Load() + 1, Checkpoint: checkpoint}
 	if checkpoint == 0 {
 		m.Checkpoint = db.lastCheckpoint
 	}
@@ -480,6 +486,7 @@ func (db *DB) install(added, replaced map[int64][]*runFile, swap func(), checkpo
 	}
 	m.Runs = append(m.Runs, db.broken...)
 	sort.Strings(m.Runs)
+	m.Deletes = liveTombstones(db.tombstones, m.Checkpoint)
 	buf := encodeManifest(&m)
 	if err := writeFileAtomic(db.fs, filepath.Join(db.dir, "MANIFEST"), buf); err != nil {
 		db.mu.Unlock()
@@ -487,6 +494,7 @@ func (db *DB) install(added, replaced map[int64][]*runFile, swap func(), checkpo
 		return fmt.Errorf("write manifest: %w", err)
 	}
 	db.lastCheckpoint = m.Checkpoint
+	db.tombstones = m.Deletes
 	db.parts = next
 	if swap != nil {
 		swap()

@@ -38,10 +38,12 @@ func writeFileAtomic(fs vfs.FS, path string, data []byte) error {
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
+		fs.Remove(tmp) // a full disk must not keep a partial copy
 		return err
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
+		fs.Remove(tmp)
 		return err
 	}
 	if err := f.Close(); err != nil {

@@ -21,7 +21,7 @@ func (db *DB) Write(ctx context.Context, pts []Point) error {
 		tx := db.Begin()
 		if err := tx.Add(pts); err != nil {
 			tx.Rollback()
-			return err
+			return noSpace(err)
 		}
 		return tx.Commit(ctx)
 	}
@@ -84,6 +84,9 @@ func (db *DB) commit(rec []byte, apply func() error) error {
 	if e := db.failed.Load(); e != nil {
 		return *e
 	}
+	if err := db.headRoom(); err != nil {
+		return err
+	}
 	key := db.nextTxn.Add(1)
 	db.orderMu.Lock()
 	pos, err := db.wal.Append(rec)
@@ -108,7 +111,7 @@ func (db *DB) commit(rec []byte, apply func() error) error {
 		err = db.wal.Sync(context.Background(), pos)
 	}
 	<-prev
-	if err != nil {
+	if err := db.noteDisk(&db.nospace.wal, "writes", err); err != nil {
 		return fmt.Errorf("commit write: %w", err)
 	}
 	if err := apply(); err != nil {
@@ -172,7 +175,10 @@ func (tx *Tx) Add(pts []Point) error {
 		}
 		tx.pending = nil
 	}
-	return tx.stage(pts)
+	if err := tx.stage(pts); err != nil {
+		return tx.db.noteDisk(&tx.db.nospace.flush, "bulk writes", err)
+	}
+	return nil
 }
 
 // stage adds points to the private head, writing it out when full.
@@ -252,7 +258,7 @@ func (tx *Tx) Rollback() {
 func (tx *Tx) Commit(ctx context.Context) error {
 	if tx.err != nil {
 		tx.Rollback()
-		return tx.err
+		return noSpace(tx.err)
 	}
 	if tx.done {
 		return errors.New("commit of finished transaction")
@@ -272,13 +278,13 @@ func (tx *Tx) Commit(ctx context.Context) error {
 	}
 	if err := tx.spill(); err != nil {
 		tx.Rollback()
-		return err
+		return db.noteDisk(&db.nospace.flush, "bulk writes", err)
 	}
 	if err := tx.wait(); err != nil {
 		tx.Rollback()
-		return err
+		return db.noteDisk(&db.nospace.flush, "bulk writes", err)
 	}
-	if err := db.commitBulk(tx.runs); err != nil {
+	if err := db.noteDisk(&db.nospace.flush, "bulk writes", db.commitBulk(tx.runs)); err != nil {
 		tx.Rollback()
 		return fmt.Errorf("commit write: %w", err)
 	}
@@ -369,7 +375,11 @@ func (db *DB) backpressure() error {
 	}
 	db.rotate()
 	if backlog >= 1 {
-		return db.waitFlushed()
+		if err := db.waitFlushed(); !isNoSpace(err) {
+			return err
+		}
+		// The write is durable in the WAL; its head waits in memory for
+		// space (headRoom refuses writes once that is full too).
 	}
 	return nil
 }

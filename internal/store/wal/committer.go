@@ -53,9 +53,14 @@ func (w *WAL) commitRound(forceSync bool) bool {
 	w.mu.Unlock()
 
 	var err error
+	var lost *Pos
+	var cause error
 	if !failed {
 		err = w.writeChunks(chunks)
-		if err == nil && wantSync && w.syncedTo.Less(end) {
+		if at, ok := w.recoverNoSpace(err); ok {
+			lost, cause, err = &at, err, nil
+		}
+		if err == nil && lost == nil && wantSync && w.f != nil && w.syncedTo.Less(end) {
 			err = w.fsync()
 			if err == nil {
 				w.syncedTo = end
@@ -80,6 +85,10 @@ func (w *WAL) commitRound(forceSync bool) bool {
 		w.err = fmt.Errorf("wal failed: %w", err)
 		w.log.Error("wal failed; refusing further writes", "err", err)
 	}
+	if w.err == nil && lost != nil {
+		end = *lost
+		w.rewindLocked(*lost, cause)
+	}
 	if w.err == nil {
 		w.written = end
 		w.durable = w.syncedTo
@@ -96,8 +105,9 @@ func (w *WAL) commitRound(forceSync bool) bool {
 
 // writeChunks writes chunks in order, switching segment files between them.
 func (w *WAL) writeChunks(chunks []chunk) error {
+	w.writeFailed = false
 	for _, c := range chunks {
-		if c.seg != w.fseg {
+		if c.seg != w.fseg || w.f == nil {
 			if err := w.switchTo(c.seg); err != nil {
 				return err
 			}
@@ -105,11 +115,15 @@ func (w *WAL) writeChunks(chunks []chunk) error {
 		if len(c.buf) == 0 {
 			continue
 		}
-		n, err := w.f.Write(c.buf)
+		// WriteAt at the known end, not Write: after an out-of-space
+		// failure the file is cut back and the next record goes there.
+		n, err := w.f.WriteAt(c.buf, w.foff)
 		w.stats.bytes.Add(uint64(n))
 		if err != nil {
+			w.writeFailed, w.writeFailedSeg = true, c.seg
 			return fmt.Errorf("write segment %d: %w", c.seg, err)
 		}
+		w.foff += int64(n)
 	}
 	return nil
 }
@@ -123,6 +137,7 @@ func (w *WAL) switchTo(seg uint32) error {
 		if err := w.fsync(); err != nil {
 			return err
 		}
+		w.syncedTo = Pos{Segment: w.fseg, Offset: w.foff}
 		if err := w.f.Close(); err != nil {
 			return fmt.Errorf("close segment %d: %w", w.fseg, err)
 		}
@@ -130,21 +145,29 @@ func (w *WAL) switchTo(seg uint32) error {
 	}
 	f, err := w.fs.OpenFile(w.path(seg), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
+		w.writeFailed, w.writeFailedSeg = true, seg
 		return fmt.Errorf("create segment: %w", err)
 	}
-	w.f, w.fseg = f, seg
 	w.stats.segments.Add(1)
 	var hdr [headerSize]byte
-	if _, err := f.Write(appendSegmentHeader(hdr[:0], seg)); err != nil {
+	if _, err := f.WriteAt(appendSegmentHeader(hdr[:0], seg), 0); err != nil {
+		// No half-made segment stays behind: recoverNoSpace creates it
+		// again when space returns.
+		f.Close()
+		if rerr := w.fs.Remove(w.path(seg)); rerr != nil {
+			return fmt.Errorf("remove segment %d after failed header write: %w", seg, rerr)
+		}
+		w.writeFailed, w.writeFailedSeg = true, seg
 		return fmt.Errorf("write segment header %d: %w", seg, err)
 	}
+	w.f, w.fseg, w.foff = f, seg, headerSize
 	if err := w.fsync(); err != nil {
 		return err
 	}
 	if err := w.fs.SyncDir(w.dir); err != nil {
 		return fmt.Errorf("sync wal dir: %w", err)
 	}
-	w.syncedTo = Pos{seg, headerSize}
+	w.syncedTo = Pos{Segment: seg, Offset: headerSize}
 	return nil
 }
 

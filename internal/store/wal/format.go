@@ -48,6 +48,11 @@ var ErrClosed = errors.New("wal closed")
 type Pos struct {
 	Segment uint32
 	Offset  int64
+	// epoch counts the out-of-space failures before Append handed the
+	// position out. A failure rewinds the log to the first lost record, so
+	// a position can be handed out again; the epoch tells Sync which of
+	// the two records it waits for. Replay and comparisons ignore it.
+	epoch uint32
 }
 
 // Less reports whether p comes before q in the log.
@@ -57,6 +62,11 @@ func (p Pos) Less(q Pos) bool {
 	}
 	return p.Offset < q.Offset
 }
+
+// Equal reports whether p and q are the same place in the log. Use it, not
+// ==, to match a position from Append with one from Replay: == also
+// compares the epoch, which Replay does not know.
+func (p Pos) Equal(q Pos) bool { return p.Segment == q.Segment && p.Offset == q.Offset }
 
 // String formats p as "segment:offset".
 func (p Pos) String() string { return fmt.Sprintf("%d:%d", p.Segment, p.Offset) }
@@ -116,6 +126,8 @@ func checkSegmentHeader(h []byte, n uint32) error {
 		return fmt.Errorf("%w: magic %q", ErrBadHeader, h[:4])
 	case crc32.Checksum(h[:12], castagnoli) != binary.LittleEndian.Uint32(h[12:]):
 		return fmt.Errorf("%w: %w", ErrBadHeader, ErrChecksum)
+	case h[4] > formatVersion:
+		return fmt.Errorf("%w: version %d, this Pith reads %d; upgrade Pith", ErrNewerFormat, h[4], formatVersion)
 	case h[4] != formatVersion:
 		return fmt.Errorf("%w: version %d (want %d)", ErrBadHeader, h[4], formatVersion)
 	case binary.LittleEndian.Uint32(h[8:]) != n:

@@ -159,11 +159,11 @@ func TestPosLess(t *testing.T) {
 		p, q Pos
 		want bool
 	}{
-		{Pos{1, 16}, Pos{1, 17}, true},
-		{Pos{1, 17}, Pos{1, 16}, false},
-		{Pos{1, 100}, Pos{2, 16}, true},
-		{Pos{2, 16}, Pos{1, 100}, false},
-		{Pos{1, 16}, Pos{1, 16}, false},
+		{Pos{Segment: 1, Offset: 16}, Pos{Segment: 1, Offset: 17}, true},
+		{Pos{Segment: 1, Offset: 17}, Pos{Segment: 1, Offset: 16}, false},
+		{Pos{Segment: 1, Offset: 100}, Pos{Segment: 2, Offset: 16}, true},
+		{Pos{Segment: 2, Offset: 16}, Pos{Segment: 1, Offset: 100}, false},
+		{Pos{Segment: 1, Offset: 16}, Pos{Segment: 1, Offset: 16}, false},
 	}
 	for _, tt := range tests {
 		if got := tt.p.Less(tt.q); got != tt.want {

@@ -156,6 +156,9 @@ func (w *WAL) replaySegment(seg uint32, last bool, from Pos, fn func(Pos, []byte
 		if isIOError(err) {
 			return fmt.Errorf("read segment header: %w", err)
 		}
+		if errors.Is(err, ErrNewerFormat) {
+			return fmt.Errorf("read segment %s: %w", path, err)
+		}
 		return w.damaged(&CorruptionError{File: path, Offset: 0, Err: err})
 	}
 	if from.Segment == seg && from.Offset > r.off {
@@ -167,7 +170,7 @@ func (w *WAL) replaySegment(seg uint32, last bool, from Pos, fn func(Pos, []byte
 		off := r.off
 		rec, err := r.next()
 		if err == nil {
-			if err := fn(Pos{seg, off}, rec); err != nil {
+			if err := fn(Pos{Segment: seg, Offset: off}, rec); err != nil {
 				return err
 			}
 			continue

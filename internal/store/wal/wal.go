@@ -93,6 +93,7 @@ type Stats struct {
 	Segments       uint64        // segment files created
 	TornBytes      uint64        // bytes cut from torn tails at open
 	CorruptSkipped uint64        // damaged regions skipped by Replay
+	NoSpace        uint64        // write rounds lost to a full filesystem
 }
 
 // WAL is a write-ahead log in one directory. Append, Sync, Cut and Stats
@@ -104,6 +105,11 @@ type Stats struct {
 // fails the WAL is failed for good: every later call returns that error,
 // because the kernel may have dropped the unsynced data and a retried
 // fsync could falsely succeed.
+//
+// Running out of space (ENOSPC, EDQUOT) while writing is the exception: no
+// data the kernel accepted is in doubt, so the WAL cuts the segment back to
+// the end of its last whole record, fails the Syncs of every record from
+// there on, and takes new records again at that place (see nospace.go).
 type WAL struct {
 	dir  string
 	fs   vfs.FS
@@ -127,17 +133,27 @@ type WAL struct {
 	closed       bool          // Close was called
 	stopped      bool          // the committer has exited
 	err          error         // sticky failure
+	epoch        uint32        // out-of-space failures so far (see Pos.epoch)
+	lostFrom     []Pos         // by epoch-lostBase: where the records of that epoch stopped being written
+	lostBase     uint32        // the epoch of lostFrom[0]
+	nospace      error         // the last out-of-space failure
 
 	kick chan struct{} // wakes the committer; buffered 1
 	done chan struct{} // closed when the committer exits
 
 	// Owned by the committer goroutine (and by Open before it starts).
-	f        vfs.File
-	fseg     uint32
-	syncedTo Pos
+	f    vfs.File
+	fseg uint32
+	foff int64 // bytes of f that hold whole records
+	// writeFailed is set when the last writeChunks failed writing or
+	// creating segment writeFailedSeg (not syncing): only then may an
+	// out-of-space failure be recovered from.
+	writeFailed    bool
+	writeFailedSeg uint32
+	syncedTo       Pos
 
 	stats struct {
-		records, bytes, fsyncs, fsyncNanos, fsyncMax, segments, torn, skipped atomic.Uint64
+		records, bytes, fsyncs, fsyncNanos, fsyncMax, segments, torn, skipped, nospace atomic.Uint64
 	}
 }
 
@@ -198,7 +214,7 @@ func Open(dir string, opts Options, log *slog.Logger) (*WAL, error) {
 	if err := w.switchTo(first); err != nil {
 		return nil, err
 	}
-	w.next = Pos{first, headerSize}
+	w.next = Pos{Segment: first, Offset: headerSize}
 	w.written, w.durable, w.fileSeg = w.next, w.next, first
 	go w.run()
 	return w, nil
@@ -273,6 +289,7 @@ func (w *WAL) Append(rec []byte) (Pos, error) {
 		w.cutLocked()
 	}
 	pos := w.next
+	pos.epoch = w.epoch
 	c := w.chunkFor(pos.Segment)
 	c.buf = appendRecord(c.buf, rec)
 	w.next.Offset += size
@@ -307,7 +324,7 @@ func (w *WAL) chunkFor(seg uint32) *chunk {
 // cutLocked ends the current segment: later records go to the next one.
 // The caller holds mu.
 func (w *WAL) cutLocked() {
-	w.next = Pos{w.next.Segment + 1, headerSize}
+	w.next = Pos{Segment: w.next.Segment + 1, Offset: headerSize}
 	// An empty chunk makes the committer create the file even when no
 	// record follows.
 	w.chunkFor(w.next.Segment)
@@ -333,6 +350,10 @@ func (w *WAL) Sync(ctx context.Context, pos Pos) error {
 		case w.err != nil:
 			w.mu.Unlock()
 			return w.err
+		case w.lostLocked(pos):
+			err := w.nospace
+			w.mu.Unlock()
+			return err
 		case w.covered(pos):
 			w.mu.Unlock()
 			return nil
@@ -423,8 +444,13 @@ func (w *WAL) Cut() (uint32, error) {
 		w.cutLocked()
 	}
 	seg := w.next.Segment
+	epoch := w.epoch
 	w.mu.Unlock()
 	err := w.waitFor(context.Background(), func() (bool, error) {
+		if w.epoch != epoch {
+			// The new segment could not be created: out of space.
+			return false, w.nospace
+		}
 		return w.fileSeg >= seg, nil
 	})
 	return seg, err
@@ -490,6 +516,7 @@ func (w *WAL) Stats() Stats {
 		Segments:       w.stats.segments.Load(),
 		TornBytes:      w.stats.torn.Load(),
 		CorruptSkipped: w.stats.skipped.Load(),
+		NoSpace:        w.stats.nospace.Load(),
 	}
 }
 

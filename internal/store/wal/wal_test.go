@@ -150,7 +150,7 @@ func TestCutAndTruncateBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pos != (Pos{2, headerSize}) {
+	if pos != (Pos{Segment: 2, Offset: headerSize}) {
 		t.Fatalf("first record after cut at %v", pos)
 	}
 	if err := w.TruncateBefore(seg); err != nil {
@@ -179,7 +179,7 @@ func TestAppendErrors(t *testing.T) {
 	if _, err := w.Append(make([]byte, 11)); !errors.Is(err, ErrRecordTooLarge) {
 		t.Errorf("big record: got %v", err)
 	}
-	if err := w.Sync(context.Background(), Pos{9, 0}); err == nil {
+	if err := w.Sync(context.Background(), Pos{Segment: 9, Offset: 0}); err == nil {
 		t.Errorf("sync of a position never appended: got nil")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -238,7 +238,7 @@ func TestStickyWriteFailure(t *testing.T) {
 		want   error
 	}{
 		{"write error", func(f *vfs.FaultFS) { f.FailWrite(0, syscall.EIO) }, syscall.EIO},
-		{"disk full", func(f *vfs.FaultFS) { f.SetCapacity(40) }, syscall.ENOSPC},
+		// A full disk is not sticky: see TestNoSpace* in nospace_test.go.
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

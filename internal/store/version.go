@@ -1,0 +1,68 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// FormatVersion is the data directory format this code writes and reads:
+// the "version" of MANIFEST. Every change to an on-disk format (MANIFEST,
+// series.dat, run files, WAL records or segments) raises it; a newer Pith
+// keeps reading every older version, and an older Pith refuses a newer
+// one with ErrNewerFormat instead of misreading it. The history is in
+// docs/format/store.md ("Versions").
+const FormatVersion = 2
+
+// formatDeletes is the first version with delete records in the WAL and
+// tombstones in MANIFEST. A directory stays at version 1 until its first
+// delete, so that a Pith older than deletes still opens it; the first
+// delete raises it before its WAL record is written, since an older Pith
+// would bring deleted samples back.
+const formatDeletes = 2
+
+// ErrNewerFormat is wrapped by the error of a data directory or backup
+// written by a newer Pith.
+var ErrNewerFormat = errors.New("format is newer than this Pith supports")
+
+// NewerFormatError reports data written in a format newer than this code
+// reads. It wraps ErrNewerFormat.
+type NewerFormatError struct {
+	What    string // "data directory" or "backup"
+	Version int    // the version found
+	Max     int    // the newest version this code reads
+}
+
+func (e *NewerFormatError) Error() string {
+	return fmt.Sprintf("%s format %d is newer than this Pith supports (%d); upgrade Pith", e.What, e.Version, e.Max)
+}
+
+func (e *NewerFormatError) Unwrap() error { return ErrNewerFormat }
+
+// checkFormatVersion accepts a MANIFEST version this code reads.
+func checkFormatVersion(v int) error {
+	switch {
+	case v > FormatVersion:
+		return &NewerFormatError{What: "data directory", Version: v, Max: FormatVersion}
+	case v < 1:
+		return fmt.Errorf("manifest version %d is not valid", v)
+	}
+	return nil
+}
+
+// raiseVersion makes MANIFEST say at least version v before a change that
+// older versions would misread is written.
+func (db *DB) raiseVersion(v int) error {
+	db.flushMu.Lock()
+	defer db.flushMu.Unlock()
+	if db.version >= v {
+		return nil
+	}
+	old := db.version
+	db.version = v
+	if err := db.install(nil, nil, nil, 0); err != nil {
+		db.version = old
+		return fmt.Errorf("raise data directory format to %d: %w", v, err)
+	}
+	db.log.Info("data directory format raised", "from", old, "to", v)
+	return nil
+}
