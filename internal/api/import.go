@@ -208,10 +208,7 @@ func (s *Server) importError(w http.ResponseWriter, r *http.Request, err error) 
 	case errors.Is(err, errUnsupportedEncoding):
 		writeError(w, http.StatusUnsupportedMediaType, err.Error())
 	case errors.As(err, &se):
-		status := http.StatusInternalServerError
-		if errors.Is(err, store.ErrClosed) {
-			status = http.StatusServiceUnavailable
-		}
+		status := writeErrStatus(err)
 		if !errors.Is(err, context.Canceled) {
 			s.log.Error("import failed", "remote", r.RemoteAddr, "err", err)
 		}

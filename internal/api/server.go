@@ -26,6 +26,7 @@ type Options struct {
 	ControlTimeout         time.Duration // how long a control write may wait for the device
 	Controller             Controller    // nil: /api/v1/control answers 404 "no control path"
 	Meta                   MetaFunc      // nil: /api/v1/tags lists names and time ranges only
+	Deleter                Deleter       // nil: DELETE /api/v1/data uses the Store when it can delete, else 501
 }
 
 // DefaultOptions returns the options Pith serves with when the config says nothing.
@@ -99,7 +100,7 @@ func NewServer(st Store, opts Options, log *slog.Logger) *Server {
 	// Methods are checked in the handlers rather than with method patterns
 	// so that a wrong method also gets a JSON error.
 	s.mux.HandleFunc("/api/v1/import", s.handleImport)
-	s.mux.HandleFunc("/api/v1/data", s.handleData)
+	s.mux.HandleFunc("/api/v1/data", s.routeData) // GET: data.go, DELETE: delete.go
 	s.mux.HandleFunc("/api/v1/latest", s.handleLatest)
 	s.mux.HandleFunc("/api/v1/tags", s.handleTags)
 	s.mux.HandleFunc("/api/v1/control", s.handleControl)

@@ -119,7 +119,7 @@ func (s *server) stop() (written int64, err error) {
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	err = s.cmd.Wait()
 	if ru, ok := s.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		written = ru.Oublock * 512
+		written = int64(ru.Oublock) * 512
 	}
 	return written, err
 }

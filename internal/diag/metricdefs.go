@@ -16,6 +16,7 @@ type reading struct {
 	tab     tag.Stats
 	httpReq uint64
 	httpErr uint64
+	space   diskReading // fast: whether writes are refused for space
 
 	// slow
 	points, walBytes, runBytes, flushes, corrupt int64
@@ -31,6 +32,9 @@ func (c *Collector) read(slow bool) reading {
 	}
 	if c.src.Tags != nil {
 		r.tab = c.src.Tags.Stats()
+	}
+	if ds, ok := c.src.Store.(DiskSource); ok {
+		r.space = readDisk(ds)
 	}
 	if !slow {
 		return r
@@ -170,6 +174,9 @@ func metricDefs(src Sources) []metricDef {
 			func(r, _ *reading, _ *Collector) float64 { return float64(r.flushes) })
 		add("store.corrupt_blocks", "count", "damaged blocks skipped since open (should stay 0)", false, true,
 			func(r, _ *reading, _ *Collector) float64 { return float64(r.corrupt) })
+		if _, ok := src.Store.(DiskSource); ok {
+			diskDefs(add)
+		}
 	}
 	add("process.cpu_percent", "%", "CPU time of the process, percent of one core", false, false,
 		func(r, p *reading, _ *Collector) float64 {

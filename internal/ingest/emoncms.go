@@ -142,6 +142,11 @@ func emReply(w http.ResponseWriter, status int, err error) {
 	w.WriteHeader(status)
 	w.Write([]byte(`{"success": false, "message": `))
 	w.Write(b)
+	if status == http.StatusInsufficientStorage {
+		// Every write endpoint says a full disk as {"error": ...}.
+		w.Write([]byte(`, "error": `))
+		w.Write(b)
+	}
 	w.Write([]byte("}"))
 }
 

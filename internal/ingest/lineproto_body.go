@@ -127,6 +127,8 @@ func writeStatus(w http.ResponseWriter, err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.As(err, &pe), errors.As(err, &le):
 		return http.StatusBadRequest
+	case store.IsDiskFull(err):
+		return http.StatusInsufficientStorage
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, store.ErrClosed):
 		return http.StatusServiceUnavailable
 	}

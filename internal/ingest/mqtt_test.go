@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +23,9 @@ func mqttBroker(t testing.TB) string {
 	addr := os.Getenv("PITH_TEST_MQTT")
 	if addr == "" {
 		t.Skip("PITH_TEST_MQTT not set (e.g. 127.0.0.1:1883 with mosquitto running): MQTT tests skipped")
+	}
+	if _, hostPort, ok := strings.Cut(addr, "://"); ok {
+		addr = hostPort // tcp://host:port works too
 	}
 	return addr
 }

@@ -106,6 +106,11 @@ func (h *RemoteWrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusBadRequest
 		}
 		h.opts.Logger.Debug("remote write refused", "err", err, "status", status)
+		if status == http.StatusInsufficientStorage {
+			// A 5xx: Prometheus keeps the samples and retries.
+			writeJSONError(w, status, err.Error(), 0)
+			return
+		}
 		http.Error(w, err.Error(), status)
 		return
 	}
