@@ -111,7 +111,7 @@ func FuzzDecodeBatch(f *testing.F) {
 func benchPoints() []store.Point {
 	pts := make([]store.Point, 10000)
 	for i := range pts {
-		pts[i] = store.Point{Tag: "plant.area" + string(rune('a'+i%100/10)) + ".tag" + string(rune('0'+i%10)), T: int64(1_700_000_000_000 + i/100*1000), V: float64(i) * 0.1}
+		pts[i] = store.Point{Tag: "plant.area" + string(rune('a'+i%100/10)) + ".tag" + string(rune('0'+i%10)), T: 1_700_000_000_000 + int64(i/100)*1000, V: float64(i) * 0.1}
 	}
 	return pts
 }

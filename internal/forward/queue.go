@@ -355,9 +355,31 @@ func (q *Queue) enqueueBatch(ctx context.Context, now int64, pts []store.Point) 
 	// sender reopened the WAL meanwhile, Close made the record durable and
 	// Sync on the old WAL reports just that.
 	if err := w.Sync(ctx, pos); err != nil && !errors.Is(err, wal.ErrClosed) {
+		if wal.IsNoSpace(err) {
+			q.unqueue(e)
+		}
 		return fmt.Errorf("sync batch: %w", err)
 	}
 	return nil
+}
+
+// unqueue takes out a batch whose record the WAL dropped for lack of
+// space (the WAL hands its position out again), unless the sender already
+// has it. It leaves the index without marking it done, so the cursor
+// never names the dropped record's position.
+func (q *Queue) unqueue(e *entry) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e.done || e == q.inflight {
+		return
+	}
+	for i, x := range q.entries {
+		if x == e {
+			q.finishLocked(e)
+			q.entries = append(q.entries[:i], q.entries[i+1:]...)
+			return
+		}
+	}
 }
 
 // dropLocked drops unsent batches from the oldest on while drop says so,

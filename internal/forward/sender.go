@@ -122,7 +122,9 @@ func (q *Queue) next() (*entry, []byte, error) {
 // reopenLocked closes and reopens the WAL so that Replay sees every
 // segment. The caller holds mu.
 func (q *Queue) reopenLocked() error {
-	if err := q.w.Close(); err != nil {
+	// ErrClosed: an earlier reopen closed it but could not open it again
+	// (a full disk); try again now.
+	if err := q.w.Close(); err != nil && !errors.Is(err, wal.ErrClosed) {
 		return fmt.Errorf("close forward wal for reopen: %w", err)
 	}
 	q.log.Debug("reopening forward wal to read spilled batches")
@@ -162,7 +164,7 @@ func (q *Queue) readAhead(from wal.Pos) error {
 		if j == len(q.entries) {
 			break
 		}
-		if e := q.entries[j]; e.pos == r.pos && !e.done && e.rec == nil {
+		if e := q.entries[j]; e.pos.Equal(r.pos) && !e.done && e.rec == nil {
 			e.rec = r.b
 		}
 	}

@@ -1,0 +1,215 @@
+package forward
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pith-historian/pith/internal/store"
+)
+
+// Defaults and limits of the HTTP sink. See docs/format/forward.md.
+const (
+	HTTPImportPath     = "/api/v1/import" // appended to HTTPOptions.URL
+	httpTimeout        = 60 * time.Second // one whole request, upload and answer
+	httpDialTimeout    = 5 * time.Second  // TCP connect
+	httpIdleConnTime   = 90 * time.Second // keep-alive of an idle connection
+	httpMaxErrorBody   = 1 << 10          // bytes of an error answer quoted in the error
+	httpGzipLevel      = gzip.BestSpeed   // the CSV compresses about 6x at this level
+	httpMaxSiteTagsLen = 1 << 16          // cached tag names before the cache is cleared
+)
+
+// HTTPOptions configure an HTTPSink.
+type HTTPOptions struct {
+	URL  string // the other Pith: http(s)://host:port[/base]; the sink posts to <URL>/api/v1/import
+	Key  string // API key with the write scope, sent as "Authorization: Bearer <Key>"; none when empty
+	Site string // tags are imported as "<Site>.<tag>"; as they are when empty
+}
+
+// HTTPSink forwards batches to another Pith through its import API: one
+// POST of gzipped CSV rows tag,unix_ms,value[,quality] per batch (the
+// quality only when not good). The import is atomic and stores the last
+// point of a tag and time, so a resent batch stores the same data again
+// and nothing twice.
+//
+// A 2xx answer confirms the batch. A 4xx answer refuses it permanently,
+// except 408 and 429 (retried) and 401, 403 and 404, which say that the
+// key or the URL is wrong rather than the batch, and are retried so that
+// fixing the config delivers the backlog. 5xx answers and network errors
+// are retried. Send and Close may be called from any goroutine; sends
+// are serialised.
+type HTTPSink struct {
+	opts   HTTPOptions
+	log    *slog.Logger
+	target string // the import URL
+	client *http.Client
+
+	mu     sync.Mutex
+	pts    []store.Point
+	names  map[string]string // tag -> "<site>.<tag>"
+	body   bytes.Buffer      // gzipped CSV
+	row    []byte
+	zw     *gzip.Writer
+	closed bool
+}
+
+var _ Sink = (*HTTPSink)(nil)
+
+// NewHTTPSink returns a sink; it does not connect yet.
+func NewHTTPSink(opts HTTPOptions, log *slog.Logger) (*HTTPSink, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	u, err := url.Parse(opts.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("create http sink: url %q: want http(s)://host:port", opts.URL)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("create http sink: url %q: no query or fragment allowed", u.Redacted())
+	}
+	if strings.ContainsAny(opts.Key, "\r\n") {
+		return nil, errors.New("create http sink: key holds a line break")
+	}
+	zw, _ := gzip.NewWriterLevel(io.Discard, httpGzipLevel) // the level is valid
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: httpDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConns:        2,
+		IdleConnTimeout:     httpIdleConnTime,
+		TLSHandshakeTimeout: 10 * time.Second,
+		// The body is gzipped already; do not ask for a gzipped answer.
+		DisableCompression: true,
+	}
+	return &HTTPSink{
+		opts:   opts,
+		log:    log,
+		target: strings.TrimSuffix(u.String(), "/") + HTTPImportPath,
+		client: &http.Client{Transport: tr, Timeout: httpTimeout},
+		names:  make(map[string]string),
+		zw:     zw,
+	}, nil
+}
+
+// Target returns the URL batches are posted to.
+func (s *HTTPSink) Target() string { return s.target }
+
+// Send posts the points of b and returns nil once the other Pith
+// answered 2xx, that is once they are durable there.
+func (s *HTTPSink) Send(ctx context.Context, b Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("send over http: sink closed")
+	}
+	var err error
+	_, s.pts, err = DecodeBatch(s.pts[:0], b.Payload)
+	if err != nil {
+		return fmt.Errorf("decode batch %s: %w: %w", b.ID, ErrPermanent, err)
+	}
+	if err := s.encode(s.pts); err != nil {
+		return fmt.Errorf("encode batch %s: %w", b.ID, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.target, bytes.NewReader(s.body.Bytes()))
+	if err != nil {
+		return fmt.Errorf("post batch %s: %w", b.ID, err)
+	}
+	req.Header.Set("Content-Type", "text/csv")
+	req.Header.Set("Content-Encoding", "gzip")
+	if s.opts.Key != "" {
+		req.Header.Set("Authorization", "Bearer "+s.opts.Key)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("post batch %s: %w", b.ID, err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, httpMaxErrorBody))
+	// Drain a little more so the connection can be reused.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return nil
+	}
+	err = fmt.Errorf("post batch %s: %s: %s", b.ID, resp.Status, bytes.TrimSpace(msg))
+	if httpPermanent(resp.StatusCode) {
+		return fmt.Errorf("%w: %w", ErrPermanent, err)
+	}
+	return err
+}
+
+// httpPermanent reports whether an answer with status code refuses the
+// batch itself.
+func httpPermanent(code int) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests,
+		http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
+		return false
+	}
+	return code >= 400 && code < 500
+}
+
+// encode writes pts as gzipped CSV into s.body.
+func (s *HTTPSink) encode(pts []store.Point) error {
+	if len(s.names) > httpMaxSiteTagsLen {
+		clear(s.names)
+	}
+	s.body.Reset()
+	s.zw.Reset(&s.body)
+	row := s.row[:0]
+	for i := range pts {
+		p := &pts[i]
+		name, ok := s.names[p.Tag]
+		if !ok {
+			name = siteTag(s.opts.Site, p.Tag)
+			s.names[p.Tag] = name
+		}
+		row = AppendCSVRow(row, name, p)
+		if len(row) >= 32<<10 {
+			if _, err := s.zw.Write(row); err != nil {
+				return err
+			}
+			row = row[:0]
+		}
+	}
+	if _, err := s.zw.Write(row); err != nil {
+		return err
+	}
+	s.row = row[:0]
+	return s.zw.Close()
+}
+
+// AppendCSVRow appends the import row of p under the name tag:
+// "tag,unix_ms,value\n", or "tag,unix_ms,value,quality\n" when the
+// quality is not good. Values are written in the shortest form that
+// reads back exactly.
+func AppendCSVRow(dst []byte, tag string, p *store.Point) []byte {
+	dst = append(dst, tag...)
+	dst = append(dst, ',')
+	dst = strconv.AppendInt(dst, p.T, 10)
+	dst = append(dst, ',')
+	dst = strconv.AppendFloat(dst, p.V, 'g', -1, 64)
+	if p.Q != store.QualityGood {
+		dst = append(dst, ',')
+		dst = append(dst, p.Q.String()...)
+	}
+	return append(dst, '\n')
+}
+
+// Close releases idle connections; later sends fail.
+func (s *HTTPSink) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.client.CloseIdleConnections()
+}

@@ -1,0 +1,405 @@
+package forward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pith-historian/pith/internal/store"
+)
+
+// Defaults and limits of the PostgreSQL sink. See docs/format/forward.md.
+const (
+	DefaultPostgresTable      = "pith_samples"       // table created on first use
+	pgStageTable              = "pith_forward_stage" // per-connection temporary staging table
+	pgConnectTimeout          = 5 * time.Second      // TCP, TLS and startup of one connection
+	pgSQLStateDataClass       = "22"                 // data exception: the batch holds a value the server refuses
+	pgSQLStateConstraints     = "23"                 // integrity constraint violation: a constraint added by the operator
+	pgSQLStateUniqueViolation = "23505"              // a row of the batch is in the table already
+	pgSQLStateUndefinedTable  = "42P01"              // the table was dropped after the sink created it
+
+	// The range of timestamptz in Unix ms: 4714-11-24 BC to the end of
+	// 294276 AD. pgx does not check it, and past it the microsecond count
+	// overflows.
+	pgMinMillis = -210_866_803_200_000
+	pgMaxMillis = 9_224_318_015_999_999
+)
+
+// PostgresOptions configure a PostgresSink.
+type PostgresOptions struct {
+	URL   string // postgres://user:pass@host:5432/db?sslmode=disable, or a key=value DSN
+	Table string // [schema.]table; DefaultPostgresTable when empty
+	Site  string // tags are stored as "<Site>.<tag>"; as they are when empty
+}
+
+// PostgresSink writes batches to one PostgreSQL table with columns
+// (tag text, ts timestamptz, value double precision, quality smallint)
+// and primary key (tag, ts); a TimescaleDB hypertable when that extension
+// can be had. Each batch is written in one transaction, whose commit is
+// the confirmation: copied (COPY, binary) straight into the table, or,
+// when some of its rows are there already, copied into a temporary
+// staging table and upserted from there (INSERT ... ON CONFLICT DO
+// UPDATE). A resent batch thus overwrites its own rows instead of adding
+// any, and a later point of the same tag and time wins, as in the store.
+//
+// Tags are named "<Site>.<tag>", like the tags a central Pith stores from
+// the NATS subject pith.<site>.samples. Qualities are 0 good, 1 bad,
+// 2 uncertain.
+//
+// The sink holds one connection, dialled on first use and again after it
+// broke, so an unreachable server is an ordinary, retried send error. A
+// batch the server refuses for its data (SQLSTATE classes 22 and 23) is
+// refused permanently. Send and Close may be called from any goroutine;
+// sends are serialised.
+type PostgresSink struct {
+	opts   PostgresOptions
+	log    *slog.Logger
+	cfg    *pgx.ConnConfig
+	ident  pgx.Identifier
+	table  string // quoted, schema-qualified when given
+	upsert string // the staging-to-table statement
+
+	mu     sync.Mutex
+	conn   *pgx.Conn
+	ready  bool          // the table is known to exist
+	pts    []store.Point // decoded batch
+	sorted []store.Point // pts by tag and time, last wins
+	stage  pgStageRows
+	closed bool
+
+	upserts atomic.Uint64
+}
+
+var _ Sink = (*PostgresSink)(nil)
+
+// NewPostgresSink returns a sink; it does not connect yet.
+func NewPostgresSink(opts PostgresOptions, log *slog.Logger) (*PostgresSink, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.URL == "" {
+		return nil, errors.New("create postgres sink: url is empty")
+	}
+	if opts.Table == "" {
+		opts.Table = DefaultPostgresTable
+	}
+	ident, err := parseTableName(opts.Table)
+	if err != nil {
+		return nil, fmt.Errorf("create postgres sink: %w", err)
+	}
+	cfg, err := pgx.ParseConfig(opts.URL)
+	if err != nil {
+		// pgx's message may quote the URL, password included.
+		return nil, errors.New("create postgres sink: cannot parse url")
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = pgConnectTimeout
+	}
+	table := ident.Sanitize()
+	s := &PostgresSink{
+		opts:  opts,
+		log:   log,
+		cfg:   cfg,
+		ident: ident,
+		table: table,
+		// The WHERE clause skips rows a replay would rewrite with the same
+		// values, so a resent batch leaves no dead row versions behind.
+		upsert: "INSERT INTO " + table + " AS dst (tag, ts, value, quality)" +
+			" SELECT tag, ts, value, quality FROM " + pgStageTable +
+			" ON CONFLICT (tag, ts) DO UPDATE SET value = EXCLUDED.value, quality = EXCLUDED.quality" +
+			" WHERE (dst.value, dst.quality) IS DISTINCT FROM (EXCLUDED.value, EXCLUDED.quality)",
+	}
+	return s, nil
+}
+
+// parseTableName splits "schema.table" or "table" into an identifier.
+func parseTableName(name string) (pgx.Identifier, error) {
+	parts := strings.Split(name, ".")
+	if len(parts) > 2 {
+		return nil, fmt.Errorf("parse table name %q: want table or schema.table", name)
+	}
+	for _, p := range parts {
+		if p == "" || strings.ContainsRune(p, 0) {
+			return nil, fmt.Errorf("parse table name %q: empty or invalid part", name)
+		}
+	}
+	return pgx.Identifier(parts), nil
+}
+
+// Table returns the quoted name of the table the sink writes.
+func (s *PostgresSink) Table() string { return s.table }
+
+// Send writes the points of b and returns nil once the transaction
+// committed.
+func (s *PostgresSink) Send(ctx context.Context, b Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("send to postgres: sink closed")
+	}
+	var err error
+	_, s.pts, err = DecodeBatch(s.pts[:0], b.Payload)
+	if err != nil {
+		return fmt.Errorf("decode batch %s: %w: %w", b.ID, ErrPermanent, err)
+	}
+	for i := range s.pts {
+		if t := s.pts[i].T; t < pgMinMillis || t > pgMaxMillis {
+			return fmt.Errorf("check batch %s: %w: tag %s: time %d ms outside the range of timestamptz", b.ID, ErrPermanent, s.pts[i].Tag, t)
+		}
+	}
+	// ON CONFLICT DO UPDATE refuses to touch one row twice in a statement.
+	s.sorted = lastWins(s.sorted[:0], s.pts)
+	pts := s.sorted
+	if err := s.connect(ctx); err != nil {
+		return err
+	}
+	if err := s.write(ctx, pts); err != nil {
+		return s.failed(fmt.Errorf("write batch %s: %w", b.ID, err))
+	}
+	return nil
+}
+
+// write stores pts in one transaction. The fast path copies them
+// straight into the table, which costs about a plain COPY. When a row of
+// the batch is there already (a resent batch, a corrected value), the
+// server refuses the copy with a unique violation; the batch is then
+// copied into the staging table and upserted from there, in the same
+// transaction.
+func (s *PostgresSink) write(ctx context.Context, pts []store.Point) error {
+	tx, err := s.conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback(context.Background()) // after Commit, a no-op
+	sp, err := tx.Begin(ctx)                // a savepoint
+	if err != nil {
+		return fmt.Errorf("set savepoint: %w", err)
+	}
+	s.stage.reset(s.opts.Site, pts)
+	_, err = sp.CopyFrom(ctx, s.ident, pgStageColumns, &s.stage)
+	var pe *pgconn.PgError
+	switch {
+	case err == nil:
+		if err := sp.Commit(ctx); err != nil {
+			return fmt.Errorf("release savepoint: %w", err)
+		}
+	case errors.As(err, &pe) && pe.Code == pgSQLStateUniqueViolation:
+		if err := sp.Rollback(ctx); err != nil {
+			return fmt.Errorf("roll back to savepoint: %w", err)
+		}
+		s.upserts.Add(1)
+		s.stage.reset(s.opts.Site, pts)
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{pgStageTable}, pgStageColumns, &s.stage); err != nil {
+			return fmt.Errorf("copy to staging table: %w", err)
+		}
+		if _, err := tx.Exec(ctx, s.upsert); err != nil {
+			return fmt.Errorf("upsert into %s: %w", s.table, err)
+		}
+	default:
+		return fmt.Errorf("copy to %s: %w", s.table, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Upserts returns how many batches took the slow path because some of
+// their rows were in the table already: resends and corrections.
+func (s *PostgresSink) Upserts() uint64 { return s.upserts.Load() }
+
+// failed classifies a send error: a data error of the server refuses the
+// batch permanently; an error without a server answer drops the
+// connection, which is dialled again on the next send.
+func (s *PostgresSink) failed(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		if strings.HasPrefix(pe.Code, pgSQLStateDataClass) || strings.HasPrefix(pe.Code, pgSQLStateConstraints) {
+			return fmt.Errorf("%w: %w", ErrPermanent, err)
+		}
+		if pe.Code == pgSQLStateUndefinedTable {
+			s.ready = false // dropped meanwhile: create it again on the next send
+		}
+		return err
+	}
+	s.dropConn()
+	return err
+}
+
+// dropConn closes the connection, if any, so the next send dials anew.
+func (s *PostgresSink) dropConn() {
+	if s.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		s.conn.Close(ctx)
+		cancel()
+		s.conn = nil
+	}
+}
+
+// connect dials when there is no usable connection, creates the staging
+// table of the new session, and the target table once.
+func (s *PostgresSink) connect(ctx context.Context) error {
+	if s.conn != nil && s.conn.IsClosed() {
+		s.conn = nil
+	}
+	if s.conn == nil {
+		conn, err := pgx.ConnectConfig(ctx, s.cfg)
+		if err != nil {
+			return fmt.Errorf("connect to postgres %s:%d: %w", s.cfg.Host, s.cfg.Port, err)
+		}
+		s.conn = conn
+		// A temporary table is private to the session and not WAL-logged,
+		// and ON COMMIT DELETE ROWS empties it at each commit, so every
+		// batch starts from an empty staging table.
+		if _, err := conn.Exec(ctx, "CREATE TEMPORARY TABLE IF NOT EXISTS "+pgStageTable+
+			" (tag text COLLATE \"C\", ts timestamptz, value double precision, quality smallint) ON COMMIT DELETE ROWS"); err != nil {
+			s.dropConn()
+			return fmt.Errorf("create staging table: %w", err)
+		}
+	}
+	if !s.ready {
+		if err := s.ensureTable(ctx); err != nil {
+			s.dropConn()
+			return err
+		}
+		s.ready = true
+	}
+	return nil
+}
+
+// ensureTable creates the target table when it does not exist, and turns
+// a table it created into a hypertable when TimescaleDB can be had.
+func (s *PostgresSink) ensureTable(ctx context.Context) error {
+	var exists bool
+	if err := s.conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", s.table).Scan(&exists); err != nil {
+		return fmt.Errorf("look up table %s: %w", s.table, err)
+	}
+	if exists {
+		// Without a unique index on (tag, ts), the fast path would add a
+		// resent batch's rows twice and the upsert could not run.
+		var unique bool
+		err := s.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_index i
+	WHERE i.indrelid = $1::regclass AND i.indisunique AND i.indnatts = 2
+	AND (SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_attribute a
+		WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)) = ARRAY['tag', 'ts'])`, s.table).Scan(&unique)
+		if err != nil {
+			return fmt.Errorf("look up indexes of %s: %w", s.table, err)
+		}
+		if !unique {
+			return fmt.Errorf("check table %s: no primary key or unique index on (tag, ts), so resent batches would add rows twice", s.table)
+		}
+		return nil
+	}
+	// COLLATE "C" compares tag names bytewise: the primary key index then
+	// costs a memcmp per comparison instead of a locale-aware one.
+	if _, err := s.conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.table+` (
+	tag text COLLATE "C" NOT NULL,
+	ts timestamptz NOT NULL,
+	value double precision,
+	quality smallint NOT NULL DEFAULT 0,
+	PRIMARY KEY (tag, ts))`); err != nil {
+		return fmt.Errorf("create table %s: %w", s.table, err)
+	}
+	s.log.Info("created postgres table", "table", s.table)
+	s.hypertable(ctx)
+	return nil
+}
+
+// hypertable makes the new table a TimescaleDB hypertable when the
+// extension is installed in the database, or available on the server and
+// this user may install it. Without it the table stays a plain one, which
+// is logged: both work with the same queries.
+func (s *PostgresSink) hypertable(ctx context.Context) {
+	var installed, available bool
+	err := s.conn.QueryRow(ctx, `SELECT
+	EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'timescaledb'),
+	EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'timescaledb')`).Scan(&installed, &available)
+	if err != nil {
+		s.log.Warn("look up timescaledb; keeping a plain table", "table", s.table, "err", err)
+		return
+	}
+	if !installed && !available {
+		s.log.Info("timescaledb not available; keeping a plain table", "table", s.table)
+		return
+	}
+	if !installed {
+		if _, err := s.conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS timescaledb"); err != nil {
+			s.log.Warn("install timescaledb; keeping a plain table", "table", s.table, "err", err)
+			return
+		}
+	}
+	if _, err := s.conn.Exec(ctx, "SELECT create_hypertable($1::regclass, 'ts', if_not_exists => TRUE, migrate_data => TRUE)", s.table); err != nil {
+		s.log.Warn("create hypertable; keeping a plain table", "table", s.table, "err", err)
+		return
+	}
+	s.log.Info("made postgres table a timescaledb hypertable", "table", s.table)
+}
+
+// Close closes the connection; later sends fail.
+func (s *PostgresSink) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.dropConn()
+}
+
+// pgStageColumns are the staging table's columns in COPY order.
+var pgStageColumns = []string{"tag", "ts", "value", "quality"}
+
+// pgStageRows feeds points to CopyFrom. It reuses one row, and boxes each
+// tag name and quality once per batch rather than once per point.
+type pgStageRows struct {
+	site  string
+	pts   []store.Point
+	i     int
+	row   [4]any
+	tags  map[string]any
+	quals [256]any
+}
+
+func (r *pgStageRows) reset(site string, pts []store.Point) {
+	if r.tags == nil || r.site != site {
+		r.tags = make(map[string]any)
+	}
+	if len(r.tags) > 1<<16 {
+		clear(r.tags) // bound memory when tag names keep changing
+	}
+	if r.quals[0] == nil {
+		for i := range r.quals {
+			r.quals[i] = int16(i)
+		}
+	}
+	r.site, r.pts, r.i = site, pts, -1
+}
+
+// Next implements pgx.CopyFromSource.
+func (r *pgStageRows) Next() bool {
+	r.i++
+	return r.i < len(r.pts)
+}
+
+// Values implements pgx.CopyFromSource.
+func (r *pgStageRows) Values() ([]any, error) {
+	p := &r.pts[r.i]
+	tag, ok := r.tags[p.Tag]
+	if !ok {
+		tag = siteTag(r.site, p.Tag)
+		r.tags[p.Tag] = tag
+	}
+	r.row[0] = tag
+	r.row[1] = time.UnixMilli(p.T)
+	r.row[2] = p.V
+	r.row[3] = r.quals[p.Q]
+	return r.row[:], nil
+}
+
+// Err implements pgx.CopyFromSource.
+func (r *pgStageRows) Err() error { return nil }
