@@ -21,7 +21,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultSegmentSize      = 16 << 20         // bytes per WAL segment; delivered segments are deleted whole
-	DefaultMaxQueueBytes    = 32 << 20         // acknowledged, undelivered bytes held in memory
+	DefaultMaxQueueBytes    = 16 << 20         // acknowledged, undelivered bytes held in memory
 	DefaultMaxInflightBytes = 16 << 20         // request bodies being read at once
 	DefaultMaxRequestBytes  = 4 << 20          // one request body
 	DefaultMaxEvents        = 10000            // events in one request
@@ -35,6 +35,7 @@ const (
 	DefaultDrainTimeout     = 10 * time.Second // how long Close retries a failing sink
 	DefaultRecentEvents     = 10000            // events kept for GET /api/v1/events
 	DefaultRetryAfter       = time.Second      // Retry-After of a 503
+	DefaultBacklogEvery     = 10 * time.Second // period of Options.OnBacklog
 )
 
 // Options configure a Collector.
@@ -51,6 +52,11 @@ type Options struct {
 	RotateEvery         time.Duration                                    // sink file age limit
 	MaxFileBytes        int64                                            // sink file size limit (uncompressed); at most MaxQueueBytes/2
 	GzipLevel           int                                              // compress/gzip level of sink files (1 fastest .. 9 smallest)
+	Format              string                                           // sink file format: FormatNDJSON (default) or FormatCSV
+	Compression         string                                           // sink file compression: CompressGzip (default) or CompressZstd
+	Upload              Uploader                                         // when set, complete files are uploaded and then deleted locally
+	OnBacklog           func(now time.Time, b Backlog)                   // called every BacklogEvery with what is not in its final place yet; may be nil
+	BacklogEvery        time.Duration                                    // period of OnBacklog
 	RetryMin            time.Duration                                    // first sink retry delay
 	RetryMax            time.Duration                                    // longest sink retry delay
 	DrainTimeout        time.Duration                                    // Close gives up on a failing sink after it
@@ -78,6 +84,9 @@ func DefaultOptions() Options {
 		RotateEvery:         DefaultRotateEvery,
 		MaxFileBytes:        DefaultMaxFileBytes,
 		GzipLevel:           DefaultGzipLevel,
+		Format:              FormatNDJSON,
+		Compression:         CompressGzip,
+		BacklogEvery:        DefaultBacklogEvery,
 		RetryMin:            DefaultRetryMin,
 		RetryMax:            DefaultRetryMax,
 		DrainTimeout:        DefaultDrainTimeout,
@@ -104,6 +113,13 @@ func (o *Options) fill() {
 	if o.GzipLevel < gzip.BestSpeed || o.GzipLevel > gzip.BestCompression {
 		o.GzipLevel = d.GzipLevel
 	}
+	if o.Format == "" {
+		o.Format = d.Format
+	}
+	if o.Compression == "" {
+		o.Compression = d.Compression
+	}
+	setDefault(&o.BacklogEvery, d.BacklogEvery)
 	setDefault(&o.RetryMin, d.RetryMin)
 	setDefault(&o.RetryMax, d.RetryMax)
 	setDefault(&o.DrainTimeout, d.DrainTimeout)
@@ -133,6 +149,9 @@ type Stats struct {
 	Delivered      uint64    // WAL records delivered to the sink (and cursor saved)
 	Files          uint64    // sink files written
 	SinkErrors     uint64    // failed sink attempts (each retried)
+	Uploaded       uint64    // files uploaded (and deleted locally)
+	UploadErrors   uint64    // failed upload passes (each retried)
+	Backlog        Backlog   // acknowledged, not in the final place yet
 	BacklogBytes   int64     // acknowledged bytes in memory not yet delivered
 	BacklogRecords int       // acknowledged records in memory not yet delivered
 	DedupIDs       int       // ids remembered for dedup
@@ -184,13 +203,23 @@ type Collector struct {
 
 	inflight atomic.Int64 // bytes of request bodies being read
 
+	backlogEvents atomic.Int64  // events acknowledged and not yet in a complete sink file
+	committedSeq  atomic.Uint64 // the cursor's Seq: files numbered up to it are recorded
+
+	// The uploader's state (Options.Upload).
+	upMu     sync.Mutex
+	pending  []pendingFile // complete files not yet uploaded, oldest first
+	upNotify chan struct{} // wakes the upload loop; buffered 1
+	upStop   chan struct{} // closed by Close after the sink loop ended
+	upDone   chan struct{}
+
 	notify   chan struct{} // wakes the sink loop; buffered 1
 	stop     chan struct{} // closed by Close
 	sinkDone chan struct{}
 	tickDone chan struct{}
 
 	stats struct {
-		accepted, dups, rejected, overloaded, delivered, files, sinkErrors atomic.Uint64
+		accepted, dups, rejected, overloaded, delivered, files, sinkErrors, uploaded, uploadErrors atomic.Uint64
 	}
 }
 
@@ -203,6 +232,12 @@ const recHeaderSize = 8
 // and starts the sink loop, which first delivers that backlog.
 func New(dir string, opts Options, log *slog.Logger) (*Collector, error) {
 	opts.fill()
+	if opts.Format != FormatNDJSON && opts.Format != FormatCSV {
+		return nil, fmt.Errorf("events sink format %q: want %q or %q", opts.Format, FormatNDJSON, FormatCSV)
+	}
+	if opts.Compression != CompressGzip && opts.Compression != CompressZstd {
+		return nil, fmt.Errorf("events sink compression %q: want %q or %q", opts.Compression, CompressGzip, CompressZstd)
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -236,13 +271,22 @@ func New(dir string, opts Options, log *slog.Logger) (*Collector, error) {
 		stop:     make(chan struct{}),
 		sinkDone: make(chan struct{}),
 		tickDone: make(chan struct{}),
+		upNotify: make(chan struct{}, 1),
+		upStop:   make(chan struct{}),
+		upDone:   make(chan struct{}),
 	}
+	c.committedSeq.Store(sink.cursor.Seq)
 	if err := c.rebuild(); err != nil {
 		w.Close()
 		return nil, err
 	}
 	go c.sinkLoop()
 	go c.tickLoop()
+	if opts.Upload != nil {
+		go c.uploadLoop()
+	} else {
+		close(c.upDone)
+	}
 	return c, nil
 }
 
@@ -258,7 +302,11 @@ func (c *Collector) rebuild() error {
 			return fmt.Errorf("decode events record at %v: %d bytes", pos, len(rec))
 		}
 		arrival := int64(binary.LittleEndian.Uint64(rec))
+		undelivered := !c.sink.cursor.Valid || c.sink.cursor.Pos.Less(pos)
 		for line := range bytes.Lines(rec[recHeaderSize:]) {
+			if undelivered {
+				c.backlogEvents.Add(1)
+			}
 			var ev Event
 			if err := json.Unmarshal(line, &ev); err != nil {
 				return fmt.Errorf("decode event at %v: %w", pos, err)
@@ -288,6 +336,24 @@ func (c *Collector) remember(id string, pos wal.Pos, exp int64) {
 	}
 	c.seen[id] = seenID{pos: pos, exp: exp}
 	c.expiry = append(c.expiry, expiring{id, exp})
+}
+
+// unremember forgets the ids of a request whose record the WAL dropped
+// for lack of space, so that the client's retry is accepted rather than
+// answered as duplicates of a record that does not exist. The record may
+// still reach the sinks from memory: a retry then delivers it twice, the
+// at-least-once side of the trade.
+func (c *Collector) unremember(evs []Event, dupIdx map[int]bool, sigKey string, pos wal.Pos) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range evs {
+		if s, ok := c.seen[evs[i].ID]; ok && !dupIdx[i] && s.pos == pos {
+			delete(c.seen, evs[i].ID)
+		}
+	}
+	if s, ok := c.seen[sigKey]; ok && sigKey != "" && s.pos == pos {
+		delete(c.seen, sigKey)
+	}
 }
 
 // forget drops ids that expired by now, or just the oldest one when now
@@ -369,6 +435,9 @@ func (c *Collector) accept(ctx context.Context, evs []Event, arrival int64, sigK
 		}
 	}
 	for i := range evs {
+		if evs[i].assigned && !replayed {
+			continue
+		}
 		s, ok := c.seen[evs[i].ID]
 		if !replayed && (!ok || s.exp <= arrival) {
 			continue
@@ -386,6 +455,9 @@ func (c *Collector) accept(ctx context.Context, evs []Event, arrival int64, sigK
 	if len(evs) > 1 {
 		inReq = make(map[string]bool, len(evs))
 		for i := range evs {
+			if evs[i].assigned {
+				continue
+			}
 			if inReq[evs[i].ID] && !dupIdx[i] {
 				if dupIdx == nil {
 					dupIdx = map[int]bool{}
@@ -408,8 +480,10 @@ func (c *Collector) accept(ctx context.Context, evs []Event, arrival int64, sigK
 	}
 	dups = len(dupIdx)
 	accepted = len(evs) - dups
+	var pos wal.Pos
 	if accepted > 0 {
-		pos, err := c.wal.Append(rec)
+		var err error
+		pos, err = c.wal.Append(rec)
 		if err != nil {
 			c.mu.Unlock()
 			return 0, 0, fmt.Errorf("append events: %w", err)
@@ -422,11 +496,14 @@ func (c *Collector) accept(ctx context.Context, evs []Event, arrival int64, sigK
 		if sigKey != "" {
 			c.remember(sigKey, pos, arrival+max(c.opts.DedupWindow, 2*SignatureWindow).Milliseconds())
 		}
+		c.backlogEvents.Add(int64(accepted))
 		for i := range evs {
 			if dupIdx[i] {
 				continue
 			}
-			c.remember(evs[i].ID, pos, exp)
+			if !evs[i].assigned {
+				c.remember(evs[i].ID, pos, exp)
+			}
 			c.recent.add(evs[i])
 			// Counted by arrival into the open minute; the ticker hands
 			// a minute out within a second of its end, so an event may
@@ -443,6 +520,9 @@ func (c *Collector) accept(ctx context.Context, evs []Event, arrival int64, sigK
 	}
 	if waitFor != (wal.Pos{}) {
 		if err := c.wal.Sync(ctx, waitFor); err != nil {
+			if accepted > 0 && wal.IsNoSpace(err) {
+				c.unremember(evs, dupIdx, sigKey, pos)
+			}
 			return 0, 0, fmt.Errorf("sync events: %w", err)
 		}
 	}
@@ -456,12 +536,19 @@ func (c *Collector) tickLoop() {
 	defer close(c.tickDone)
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	var lastBacklog time.Time
 	for {
 		select {
 		case <-c.stop:
 			c.flushCounts(true)
 			return
 		case <-t.C:
+			if c.opts.OnBacklog != nil {
+				if now := c.opts.Now(); now.Sub(lastBacklog) >= c.opts.BacklogEvery {
+					lastBacklog = now
+					c.opts.OnBacklog(now, c.Backlog())
+				}
+			}
 			now := c.opts.Now().UnixMilli()
 			c.mu.Lock()
 			c.forget(now)
@@ -506,6 +593,11 @@ func (c *Collector) Close() error {
 	close(c.stop)
 	<-c.sinkDone
 	<-c.tickDone
+	close(c.upStop)
+	<-c.upDone
+	if cl, ok := c.opts.Upload.(interface{ Close() }); ok {
+		cl.Close()
+	}
 	if err := c.wal.Close(); err != nil {
 		return fmt.Errorf("close events wal: %w", err)
 	}
@@ -524,6 +616,9 @@ func (c *Collector) Stats() Stats {
 	s.Delivered = c.stats.delivered.Load()
 	s.Files = c.stats.files.Load()
 	s.SinkErrors = c.stats.sinkErrors.Load()
+	s.Uploaded = c.stats.uploaded.Load()
+	s.UploadErrors = c.stats.uploadErrors.Load()
+	s.Backlog = c.Backlog()
 	s.WAL = c.wal.Stats()
 	return s
 }

@@ -3,16 +3,20 @@ package events
 import (
 	"bufio"
 	"compress/gzip"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/pith-historian/pith/internal/store/vfs"
 )
@@ -48,7 +52,7 @@ func sinkEvents(t *testing.T, fsys vfs.FS, dir string) []Event {
 		}
 		for _, n := range names {
 			p := filepath.Join(d, n)
-			if strings.HasSuffix(n, ".ndjson.gz") {
+			if isSinkFile(n) {
 				if filepath.Base(d) != ".tmp" {
 					files = append(files, p)
 				}
@@ -65,25 +69,96 @@ func sinkEvents(t *testing.T, fsys vfs.FS, dir string) []Event {
 			t.Fatal(err)
 		}
 		size, _ := f.Size()
-		zr, err := gzip.NewReader(io.NewSectionReader(f, 0, size))
-		if err != nil {
-			t.Fatalf("open %s: %v", p, err)
-		}
-		sc := bufio.NewScanner(zr)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var ev Event
-			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-				t.Fatalf("%s: %v", p, err)
-			}
-			out = append(out, ev)
-		}
-		if err := sc.Err(); err != nil {
-			t.Fatalf("read %s: %v", p, err)
-		}
+		out = append(out, readSinkFile(t, p, io.NewSectionReader(f, 0, size))...)
 		f.Close()
 	}
 	return out
+}
+
+// readSinkFile decodes a sink file of any format and compression.
+func readSinkFile(t *testing.T, name string, r io.Reader) []Event {
+	t.Helper()
+	var zr io.Reader
+	if strings.HasSuffix(name, ".zst") {
+		z, err := zstd.NewReader(r)
+		if err != nil {
+			t.Fatalf("open %s: %v", name, err)
+		}
+		defer z.Close()
+		zr = z
+	} else {
+		z, err := gzip.NewReader(r)
+		if err != nil {
+			t.Fatalf("open %s: %v", name, err)
+		}
+		zr = z
+	}
+	var out []Event
+	if strings.Contains(name, ".csv.") {
+		cr := csv.NewReader(zr)
+		cr.Comma = csvSeparator
+		for {
+			row, err := cr.Read()
+			if err == io.EOF {
+				return out
+			}
+			if err != nil {
+				t.Fatalf("read %s: %v", name, err)
+			}
+			out = append(out, csvEvent(t, row))
+		}
+	}
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out = append(out, ev)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("read %s: %v", name, err)
+	}
+	return out
+}
+
+// csvEvent turns a CSV row back into an Event (CSVColumns).
+func csvEvent(t *testing.T, row []string) Event {
+	t.Helper()
+	if len(row) != len(CSVColumns) {
+		t.Fatalf("csv row of %d fields, want %d: %q", len(row), len(CSVColumns), row)
+	}
+	ev := Event{Source: Source{Device: row[0], Client: row[1], Session: row[2]}, Name: row[9], ID: row[23]}
+	var err error
+	if ev.Time, err = strconv.ParseInt(row[24], 10, 64); err != nil {
+		t.Fatalf("csv time %q", row[24])
+	}
+	if at := time.UnixMilli(ev.Time).UTC().Format(time.DateTime); row[7] != at {
+		t.Errorf("csv at %q, want %q", row[7], at)
+	}
+	if row[25] != "" {
+		if err := json.Unmarshal([]byte(row[25]), &ev); err != nil {
+			t.Fatalf("csv attrs %q: %v", row[25], err)
+		}
+	}
+	if row[3] != "" {
+		if ev.Num == nil {
+			ev.Num = map[string]float64{}
+		}
+		if ev.Num["nr"], err = strconv.ParseFloat(row[3], 64); err != nil {
+			t.Fatalf("csv nr %q", row[3])
+		}
+	}
+	for k, i := range csvStrColumn {
+		if row[i] != "" {
+			if ev.Str == nil {
+				ev.Str = map[string]string{}
+			}
+			ev.Str[k] = row[i]
+		}
+	}
+	return ev
 }
 
 func TestPostDeliverDedup(t *testing.T) {

@@ -1,7 +1,9 @@
 // Package events is Pith's event collector: it takes app and device events
-// over HTTP, makes each accepted batch durable in a write-ahead log before
-// acknowledging it, drops duplicates by event id, and delivers the log in
-// order to a sink of rotated, compressed NDJSON files (at least once).
+// over HTTP (its own JSON/NDJSON, and Hamustro's protobuf or JSON
+// collections), makes each accepted batch durable in a write-ahead log
+// before acknowledging it, drops duplicates by event id, and delivers the
+// log in order to rotated, compressed NDJSON or CSV files, optionally
+// uploaded to S3-compatible object storage.
 //
 // The file layout and record format are documented in docs/format/events.md.
 package events
@@ -48,6 +50,8 @@ type Event struct {
 	Source Source             `json:"source"`        // device, client, session
 	Num    map[string]float64 `json:"num,omitempty"` // numeric attributes
 	Str    map[string]string  `json:"str,omitempty"` // string attributes
+
+	assigned bool // ID was assigned by the collector: random, so never remembered for dedup
 }
 
 // ValidationError reports a bad event in a request: which one (0-based,
@@ -210,7 +214,7 @@ func (w *wireEvent) event(nowMS int64) (Event, error) {
 		ev.Time = *w.Time
 	}
 	if ev.ID == "" {
-		ev.ID = NewID()
+		ev.ID, ev.assigned = NewID(), true
 	} else if err := checkText(ev.ID, MaxIDLen); err != "" {
 		return ev, &ValidationError{Field: "id", Msg: err}
 	}

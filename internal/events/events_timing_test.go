@@ -145,6 +145,12 @@ func BenchmarkAppendJSON(b *testing.B) {
 //
 // Run with: go test -run '^$' -bench PostLoopback -benchtime 5s ./internal/events/
 func BenchmarkPostLoopback(b *testing.B) {
+	for _, n := range []int{1, 14, 100} {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) { benchPostLoopback(b, n) })
+	}
+}
+
+func benchPostLoopback(b *testing.B, n int) {
 	opts := DefaultOptions()
 	opts.RotateEvery = 10 * time.Second
 	c, err := New(b.TempDir(), opts, nil)
@@ -155,7 +161,7 @@ func BenchmarkPostLoopback(b *testing.B) {
 	defer srv.Close()
 	tr := &http.Transport{MaxIdleConnsPerHost: 128}
 	client := &http.Client{Transport: tr}
-	body := batchBody(14)
+	body := batchBody(n)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	b.SetParallelism(32)

@@ -3,11 +3,13 @@ package events
 import (
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/pith-historian/pith/internal/jsonenc"
+	"github.com/pith-historian/pith/internal/store/wal"
 )
 
 // Limits of GET /api/v1/events.
@@ -16,13 +18,16 @@ const (
 	maxListLimit     = 10000
 )
 
-// Handler serves POST and GET /api/v1/events. A POST carrying
-// SignatureHeader is authenticated here (401 when the signature is bad);
+// Handler serves POST and GET /api/v1/events and POST /api/v1/track
+// (Hamustro). A POST carrying SignatureHeader (or, on /api/v1/track,
+// HamustroSignatureHeader or HamustroTimeHeader) is authenticated here
+// (401 when the signature is bad);
 // any other request is left to the caller's middleware (POST needs the
 // write scope), unless Options.RequireSignature refuses unsigned POSTs.
 func (c *Collector) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v1/events", c.servePost)
+	mux.HandleFunc("POST /api/v1/track", c.serveTrack)
 	mux.HandleFunc("GET /api/v1/events", c.serveList)
 	return mux
 }
@@ -30,6 +35,71 @@ func (c *Collector) Handler() http.Handler {
 // servePost decodes, validates and accepts the events of one request,
 // answering 200 {"accepted": N, "duplicates": D} once they are durable.
 func (c *Collector) servePost(w http.ResponseWriter, r *http.Request) {
+	verify := func(raw []byte, now time.Time) (string, error) {
+		h := r.Header.Get(SignatureHeader)
+		if h == "" && !c.opts.RequireSignature {
+			return "", nil
+		}
+		if len(c.opts.Secret) == 0 {
+			return "", errors.New("signatures are not configured")
+		}
+		sig, err := verifySignature(c.opts.Secret, h, raw, now)
+		// Control bytes cannot occur in an event id, so this key never
+		// meets one in the dedup map.
+		return "\x00sig:" + sig, err
+	}
+	decode := func(raw []byte, now int64) ([]Event, error) {
+		return DecodeBytes(nil, raw, now, c.opts.MaxEventsPerRequest)
+	}
+	c.ingest(w, r, verify, decode)
+}
+
+// errMediaType is a track request's unsupported Content-Type (415).
+var errMediaType = errors.New("Content-Type must be application/protobuf or application/json")
+
+// serveTrack takes Hamustro's Collection (protobuf or JSON) at
+// /api/v1/track, signed with X-Hamustro-Signature or (passed by the
+// caller's middleware) with an API key.
+func (c *Collector) serveTrack(w http.ResponseWriter, r *http.Request) {
+	verify := func(raw []byte, now time.Time) (string, error) {
+		ts, sig := r.Header.Get(HamustroTimeHeader), r.Header.Get(HamustroSignatureHeader)
+		if ts == "" && sig == "" && !c.opts.RequireSignature {
+			return "", nil
+		}
+		if len(c.opts.Secret) == 0 {
+			return "", errors.New("signatures are not configured")
+		}
+		sig, err := verifyHamustro(c.opts.Secret, ts, sig, raw, now)
+		return "\x00ham:" + sig, err
+	}
+	decode := func(raw []byte, _ int64) ([]Event, error) {
+		var coll *hamCollection
+		var err error
+		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		switch mt {
+		case "application/protobuf", "application/x-protobuf", "application/octet-stream":
+			coll, err = decodeHamustroProto(raw)
+		case "application/json":
+			coll, err = decodeHamustroJSON(raw)
+		default:
+			return nil, errMediaType
+		}
+		if err != nil {
+			return nil, &ValidationError{Msg: "decode collection: " + err.Error()}
+		}
+		return coll.events(nil, c.opts.MaxEventsPerRequest)
+	}
+	c.ingest(w, r, verify, decode)
+}
+
+// ingest reads a request's body within the memory bounds, checks its
+// signature with verify (which returns the replay key of a signed
+// request, or "" for an unsigned one), decodes it with decode and
+// accepts the events, answering 200 {"accepted": N, "duplicates": D}
+// once they are durable (204 when the body holds no events).
+func (c *Collector) ingest(w http.ResponseWriter, r *http.Request,
+	verify func(raw []byte, now time.Time) (string, error),
+	decode func(raw []byte, nowMS int64) ([]Event, error)) {
 	// Reserve memory for the body before reading it, so that many slow
 	// clients cannot make the collector hold more than MaxInflightBytes.
 	reserve := c.opts.MaxRequestBytes
@@ -53,7 +123,17 @@ func (c *Collector) servePost(w http.ResponseWriter, r *http.Request) {
 	// event escape into the WAL encoder and the ring.
 	// The body is read whole: the fast decoder and the signature both
 	// need it in one piece, and its size is already reserved.
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, reserve))
+	body := http.MaxBytesReader(w, r.Body, reserve)
+	var raw []byte
+	var err error
+	if r.ContentLength >= 0 {
+		// The length is known (and within reserve): one buffer, no
+		// regrowing. net/http ends the body after ContentLength bytes.
+		raw = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(body, raw)
+	} else {
+		raw, err = io.ReadAll(body)
+	}
 	if err != nil {
 		c.stats.rejected.Add(1)
 		var mbe *http.MaxBytesError
@@ -66,37 +146,39 @@ func (c *Collector) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	nowT := c.opts.Now()
 	now := nowT.UnixMilli()
-	sigKey := ""
-	if h := r.Header.Get(SignatureHeader); h != "" || c.opts.RequireSignature {
-		if len(c.opts.Secret) == 0 {
-			writeError(w, http.StatusUnauthorized, "signatures are not configured", -1)
-			return
-		}
-		sig, err := verifySignature(c.opts.Secret, h, raw, nowT)
-		if err != nil {
-			c.stats.rejected.Add(1)
-			writeError(w, http.StatusUnauthorized, err.Error(), -1)
-			return
-		}
-		// Control bytes cannot occur in an event id, so this key never
-		// meets one in the dedup map.
-		sigKey = "\x00sig:" + sig
+	sigKey, err := verify(raw, nowT)
+	if err != nil {
+		c.stats.rejected.Add(1)
+		writeError(w, http.StatusUnauthorized, err.Error(), -1)
+		return
 	}
-	evs, err := DecodeBytes(nil, raw, now, c.opts.MaxEventsPerRequest)
+	evs, err := decode(raw, now)
 	if err != nil {
 		c.stats.rejected.Add(1)
 		var ve *ValidationError
-		if errors.As(err, &ve) {
+		switch {
+		case errors.As(err, &ve):
 			writeError(w, http.StatusBadRequest, ve.Error(), ve.Index)
-		} else {
+		case errors.Is(err, errMediaType):
+			writeError(w, http.StatusUnsupportedMediaType, err.Error(), -1)
+		default:
 			writeError(w, http.StatusBadRequest, err.Error(), -1)
 		}
+		return
+	}
+	if len(evs) == 0 {
+		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	accepted, dups, err := c.accept(r.Context(), evs, now, sigKey)
 	switch {
 	case errors.Is(err, ErrOverloaded), errors.Is(err, ErrClosed):
 		c.overloaded(w)
+		return
+	case wal.IsNoSpace(err):
+		// The WAL cut the lost records off; events are taken again as
+		// soon as space returns.
+		writeError(w, http.StatusInsufficientStorage, "disk full: "+err.Error(), -1)
 		return
 	case err != nil:
 		c.log.Error("accept events", "err", err)

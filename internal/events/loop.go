@@ -140,16 +140,21 @@ func (c *Collector) deliverQueue(sent int, stopping bool) (int, error) {
 // queue entries up to the new cursor and the WAL segments before the
 // cursor's segment.
 func (c *Collector) commit() error {
-	records := 0
+	records, events := 0, 0
 	if c.sink.cur != nil {
-		records = c.sink.cur.records
+		records, events = c.sink.cur.records, c.sink.cur.events
 	}
-	ok, err := c.sink.commit()
-	if err != nil || !ok {
+	final, err := c.sink.commit()
+	if err != nil || final == "" {
 		return err
 	}
+	c.committedSeq.Store(c.sink.cursor.Seq)
 	c.stats.files.Add(1)
 	c.stats.delivered.Add(uint64(records))
+	// Counted as pending upload before it leaves the WAL backlog, so
+	// that the backlog never dips.
+	c.addPending(final, events)
+	c.backlogEvents.Add(-int64(events))
 	cur := c.sink.cursor.Pos
 	c.mu.Lock()
 	n := 0
