@@ -1,0 +1,50 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/pith-historian/pith/internal/config"
+	"github.com/pith-historian/pith/internal/store"
+)
+
+// flaky fails its next write when fail is set.
+type flaky struct {
+	memStore
+	fail bool
+}
+
+func (f *flaky) Write(ctx context.Context, pts []store.Point) error {
+	if f.fail {
+		f.fail = false
+		return errors.New("disk full")
+	}
+	return f.memStore.Write(ctx, pts)
+}
+
+func TestSink(t *testing.T) {
+	db := &flaky{memStore: memStore{}}
+	s, err := NewSink(db, []config.Input{{Tag: "p", Process: []config.ProcessStep{{PowerToKWh: str("e")}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	write := func(pts ...store.Point) error { return s.Write(ctx, pts) }
+	// Out of order within a request: run in time order. Other tags pass.
+	if err := write(store.Point{Tag: "p", T: 3_600_000, V: 1}, store.Point{Tag: "x", T: 1, V: 9}, store.Point{Tag: "p", T: 0, V: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// A failed write leaves the chain as it was, so the retry counts once.
+	db.fail = true
+	if err := write(store.Point{Tag: "p", T: 7_200_000, V: 1}); err == nil {
+		t.Fatal("write did not fail")
+	}
+	if err := write(store.Point{Tag: "p", T: 7_200_000, V: 1}); err != nil {
+		t.Fatal(err)
+	}
+	e := db.memStore["e"]
+	if len(e) != 3 || e[2].V != 2 || len(db.memStore["x"]) != 1 || len(db.memStore["p"]) != 3 {
+		t.Fatalf("e = %v, x = %v, p = %v; want e ending at 2 kWh, 1 x, 3 p", e, db.memStore["x"], db.memStore["p"])
+	}
+}
