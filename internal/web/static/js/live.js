@@ -6,6 +6,7 @@
 // by the renderer (content-visibility in style.css).
 import { stream, tags } from './api.js';
 import { el, fmtValue, fmtAge, setStatus, debounce } from './util.js';
+import { alarmPanel } from './alarms.js';
 
 // staleMs is the age beyond which a value is shown as stale.
 const staleMs = 60_000;
@@ -23,6 +24,7 @@ export function mount(root, params) {
   const count = el('span', { className: 'muted' });
   const body = el('div', { className: 'live-body', role: 'rowgroup' });
   root.append(
+    alarmPanel(ctl.signal),
     el('div', { className: 'toolbar' }, search, el('label', null, problems, ' problems only'), count),
     el('div', { className: 'live', role: 'table', ariaLabel: 'Current values' },
       el('div', { className: 'live-row head', role: 'row' },
