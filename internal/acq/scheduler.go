@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pith-historian/pith/internal/store"
@@ -47,6 +48,8 @@ type Scheduler struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	statsIDs []tag.ID // 4 per runner, in runner order: polls, changes, errors, rtt
+
+	beat atomic.Pointer[time.Time] // see Heartbeat
 }
 
 // NewScheduler returns a scheduler writing into tab; clk nil means the
@@ -127,6 +130,8 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		return errors.New("start scheduler: already started")
 	}
 	s.started = true
+	now := s.clk.Now()
+	s.beat.Store(&now)
 	ctx, s.cancel = context.WithCancel(ctx)
 	for _, r := range s.runners {
 		s.wg.Add(1)
@@ -167,13 +172,34 @@ func (s *Scheduler) Stats() []StationStats {
 	return out
 }
 
-// statsLoop writes the statistic tags of all stations at whole seconds.
-func (s *Scheduler) statsLoop(ctx context.Context) {
-	if len(s.runners) == 0 {
-		return
+// Heartbeat returns when the scheduler last showed it is alive: its
+// Start, then each whole second at which its loop went round with no
+// station stuck in a poll for longer than twice its Timeout. A service
+// watchdog reads it; zero before Start.
+func (s *Scheduler) Heartbeat() time.Time {
+	if t := s.beat.Load(); t != nil {
+		return *t
 	}
+	return time.Time{}
+}
+
+// stuck returns the first station whose poll has run for longer than
+// twice its Timeout (drivers must honour the poll's deadline), or "".
+func (s *Scheduler) stuck(now time.Time) string {
+	for _, r := range s.runners {
+		if t := r.pollStart.Load(); t != 0 && now.Sub(time.Unix(0, t)) > 2*r.o.Timeout {
+			return r.st.Name()
+		}
+	}
+	return ""
+}
+
+// statsLoop writes the statistic tags of all stations at whole seconds
+// and beats the heartbeat.
+func (s *Scheduler) statsLoop(ctx context.Context) {
 	next := nextTick(s.clk.Now(), statsPeriod)
 	batch := make([]tag.Sample, 0, 4*len(s.runners))
+	wasStuck := false
 	for {
 		if err := s.clk.SleepUntil(ctx, next, 0); err != nil {
 			return
@@ -194,7 +220,17 @@ func (s *Scheduler) statsLoop(ctx context.Context) {
 					tag.Sample{ID: ids[3], T: ms, V: e.rttP99ms})
 			}
 		}
-		s.tab.Update(batch)
+		if len(batch) > 0 {
+			s.tab.Update(batch)
+		}
+		beat := s.clk.Now()
+		name := s.stuck(beat)
+		if name == "" {
+			s.beat.Store(&beat)
+		} else if !wasStuck {
+			s.log.Error("station stuck in a poll past twice its timeout", "station", name)
+		}
+		wasStuck = name != ""
 		// Ticks missed while the machine was suspended or overloaded are
 		// skipped.
 		next = nextTick(s.clk.Now(), statsPeriod)
@@ -209,6 +245,9 @@ type runner struct {
 	ids    []tag.ID
 	commID tag.ID
 	acc    accum
+	// pollStart is the clock's UnixNano when the poll under way started,
+	// 0 between polls; the stats loop reads it to spot a stuck station.
+	pollStart atomic.Int64
 }
 
 func (r *runner) run(ctx context.Context, clk Clock, tab Table) {
@@ -239,7 +278,9 @@ func (r *runner) run(ctx context.Context, clk Clock, tab Table) {
 			vals[i] = Value{V: math.NaN()}
 		}
 		pctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
+		r.pollStart.Store(start.UnixNano())
 		err := r.st.Poll(pctx, vals)
+		r.pollStart.Store(0)
 		cancel()
 		if ctx.Err() != nil {
 			return // stopping: a cancelled poll says nothing about the device
