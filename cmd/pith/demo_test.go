@@ -99,6 +99,7 @@ func checkDemoLatest(t *testing.T, base string) []string {
 	for i := range 10 {
 		want = append(want, "demo.fast.r"+strconv.Itoa(i))
 	}
+	want = append(want, "demo.calc.second") // a calculated tag
 	for _, st := range []string{"plc", "fast", "valve"} {
 		for _, s := range []string{"comm", "polls_per_s", "errors", "changes_per_10s", "rtt_ms"} {
 			want = append(want, "pith.station."+st+"."+s)

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"reflect"
 	"sync"
+	"time"
 
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/forward"
@@ -13,71 +16,298 @@ import (
 	"github.com/pith-historian/pith/internal/tag"
 )
 
-// startForwarders opens a disk-backed queue per [[forward.nats]] entry,
-// fed with every change of the tag table (acquisition and system tags;
-// imports and push inputs go straight to the store and are not
-// forwarded yet). The returned stop drains nothing: what is queued is on
-// disk and is sent after the next start.
-func startForwarders(ctx context.Context, cfg *config.Config, tab *tag.Table, log *slog.Logger) (func(), error) {
-	var stops []func()
-	stopAll := func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
+// forwardStatsInterval is how often the forwarders' system tags are written.
+const forwardStatsInterval = time.Second
+
+// forwarder is one [[forward.*]] entry: a disk-backed queue feeding a sink.
+type forwarder struct {
+	name   string
+	kind   string
+	entry  any // the config entry, to tell a changed forwarder at reload
+	q      *forward.Queue
+	close  func() // closes the sink once the queue is closed
+	sub    *tag.Subscription
+	ids    []tag.ID // system tags, in forwardSysTags order
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the feed has moved its last changes
+}
+
+// forwarders are the running forwarders. Enqueue may be called from any
+// goroutine until stop.
+type forwarders struct {
+	ctx    context.Context
+	tab    *tag.Table
+	log    *slog.Logger
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu   sync.RWMutex // guards list; a reload holds it to swap forwarders
+	list []*forwarder
+}
+
+// forwardSysTags are the system tags of each forwarder,
+// pith.sys.forward.<name>.<suffix>, in the order of forwarder.ids.
+var forwardSysTags = []struct{ suffix, unit, help string }{
+	{"backlog", "points", "values queued and not yet confirmed by the upstream"},
+	{"sent_per_s", "points/s", "values confirmed by the upstream per second"},
+	{"oldest_s", "s", "age of the oldest unconfirmed value"},
+	{"errors", "count", "failed sends since start (each is retried)"},
+	{"dropped", "points", "values lost since start: queue caps, reject_new, or a full tag-table feed"},
+}
+
+// startForwarders opens a disk-backed queue per [[forward.*]] entry under
+// <store.dir>/forward/<name>, fed with every change of the tag table
+// (acquisition and system tags, the forwarders' own included: they change
+// once a second per forwarder, which is no feedback loop, and let a
+// central Pith watch its edges' backlogs). Imports and push inputs reach
+// the queues through forwardingStore. The forwarders' system tags are
+// written every second. stop moves the changes still pending into the
+// queues but does not wait for the upstreams: what is queued is on disk and
+// is sent after the next start.
+func startForwarders(ctx context.Context, cfg *config.Config, tab *tag.Table, log *slog.Logger) (*forwarders, error) {
+	fw := &forwarders{tab: tab, log: log}
+	fw.ctx, fw.cancel = context.WithCancel(ctx)
+	for _, e := range forwardEntries(cfg) {
+		f, err := fw.open(cfg, e, nil)
+		if err != nil {
+			fw.stop()
+			return nil, err
+		}
+		fw.list = append(fw.list, f)
+	}
+	fw.wg.Add(1)
+	go func() {
+		defer fw.wg.Done()
+		fw.writeStats(fw.ctx, tab)
+	}()
+	return fw, nil
+}
+
+// forwardEntry is one [[forward.*]] entry of any kind.
+type forwardEntry struct {
+	name, kind string
+	entry      any
+	queue      config.ForwardQueue
+	open       openSink
+}
+
+func forwardEntries(cfg *config.Config) []forwardEntry {
+	var out []forwardEntry
+	site := cfg.Site.Name
+	for _, c := range cfg.Forward.NATS {
+		out = append(out, forwardEntry{c.Name, "nats", c, c.Queue(), natsSink(c, site)})
+	}
+	for _, c := range cfg.Forward.Postgres {
+		out = append(out, forwardEntry{c.Name, "postgres", c, c.Queue(), postgresSink(c, site)})
+	}
+	for _, c := range cfg.Forward.MQTT {
+		out = append(out, forwardEntry{c.Name, "mqtt", c, c.Queue(), mqttSink(c, site)})
+	}
+	for _, c := range cfg.Forward.HTTP {
+		out = append(out, forwardEntry{c.Name, "http", c, c.Queue(), httpSink(c, site)})
+	}
+	return out
+}
+
+// open starts one forwarder: its sink, its queue and the feed from the
+// tag table through sub (a new subscription when nil).
+func (fw *forwarders) open(cfg *config.Config, e forwardEntry, sub *tag.Subscription) (*forwarder, error) {
+	flog := fw.log.With("forward", e.name)
+	sink, closeSink, desc, err := e.open(flog)
+	if err != nil {
+		return nil, fmt.Errorf("forward %s: %w", e.name, err)
+	}
+	qo := forward.DefaultOptions()
+	qo.Site = cfg.Site.Name
+	if e.queue.MaxBytes > 0 { // 0 keeps the queue's default
+		qo.MaxBytes = e.queue.MaxBytes
+	}
+	if e.queue.MaxAge > 0 {
+		qo.MaxAge = e.queue.MaxAge.Std()
+	}
+	if qo.Overflow, err = forward.ParseOverflow(e.queue.Overflow); err != nil {
+		closeSink()
+		return nil, fmt.Errorf("forward %s: %w", e.name, err)
+	}
+	q, err := forward.Open(filepath.Join(cfg.Store.Dir, "forward", e.name), qo, sink, flog)
+	if err != nil {
+		closeSink()
+		return nil, fmt.Errorf("forward %s: %w", e.name, err)
+	}
+	f := &forwarder{name: e.name, kind: e.kind, entry: e.entry, q: q, close: closeSink, done: make(chan struct{})}
+	for _, st := range forwardSysTags {
+		id, err := fw.tab.Define(tag.Def{Name: "pith.sys.forward." + e.name + "." + st.suffix, Unit: st.unit, Description: st.help, Source: "pith"})
+		if err != nil {
+			q.Close()
+			closeSink()
+			return nil, fmt.Errorf("forward %s: %w", e.name, err)
+		}
+		f.ids = append(f.ids, id)
+	}
+	f.sub = sub
+	if f.sub == nil {
+		f.sub = fw.tab.Subscribe(tag.SubOptions{Name: "forward:" + e.name, Mode: tag.Queue})
+	}
+	var fctx context.Context
+	fctx, f.cancel = context.WithCancel(fw.ctx)
+	go func() {
+		defer close(f.done)
+		fw.feed(fctx, f)
+	}()
+	flog.Info("forwarding", "kind", e.kind, "to", desc, "max_bytes", qo.MaxBytes, "max_age", qo.MaxAge, "overflow", qo.Overflow)
+	return f, nil
+}
+
+// close stops f's feed (moving the changes still pending into its queue),
+// then closes the queue and the sink. keepSub leaves the subscription to a
+// successor, which then misses no change.
+func (fw *forwarders) closeOne(f *forwarder, keepSub bool) {
+	f.cancel()
+	<-f.done
+	if !keepSub {
+		fw.tab.Unsubscribe(f.sub)
+	}
+	if err := f.q.Close(); err != nil {
+		fw.log.Warn("close forward queue", "forward", f.name, "err", err)
+	}
+	f.close()
+}
+
+// reload makes cfg's forwarders the running ones: unchanged ones keep
+// running, changed ones restart on the same queue and subscription (what
+// was queued stays queued, no tag change is missed), removed ones stop
+// with their queue left on disk, new ones start. A forwarder that cannot
+// start is left out and named in the error; the others run.
+func (fw *forwarders) reload(cfg *config.Config) error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	old := make(map[string]*forwarder, len(fw.list))
+	for _, f := range fw.list {
+		old[f.name] = f
+	}
+	var next []*forwarder
+	var errs []error
+	for _, e := range forwardEntries(cfg) {
+		f := old[e.name]
+		delete(old, e.name)
+		if f != nil && f.kind == e.kind && reflect.DeepEqual(f.entry, e.entry) {
+			next = append(next, f)
+			continue
+		}
+		var sub *tag.Subscription
+		if f != nil {
+			fw.closeOne(f, true)
+			sub = f.sub
+			fw.log.Info("forwarder changed, restarting", "forward", e.name)
+		}
+		nf, err := fw.open(cfg, e, sub)
+		if err != nil {
+			if sub != nil {
+				fw.tab.Unsubscribe(sub)
+			}
+			errs = append(errs, err)
+			continue
+		}
+		next = append(next, nf)
+	}
+	for _, f := range old {
+		fw.closeOne(f, false)
+		fw.log.Info("forwarder removed; its queue stays on disk", "forward", f.name)
+	}
+	fw.list = next
+	return errors.Join(errs...)
+}
+
+// feed moves the tag table's changes into f's queue until ctx ends, then
+// moves what is still pending, so that a graceful stop forwards every
+// change made before it.
+func (fw *forwarders) feed(ctx context.Context, f *forwarder) {
+	var buf []tag.Change
+	var pts []store.Point
+	for {
+		chs, err := f.sub.Next(ctx, buf[:0])
+		if err != nil {
+			chs = f.sub.Take(buf[:0])
+			ctx = context.WithoutCancel(ctx)
+		}
+		buf = chs
+		pts = pts[:0]
+		for _, c := range chs {
+			if c.Has {
+				pts = append(pts, store.Point{Tag: c.Tag, T: c.T, V: c.V, Q: c.Q})
+			}
+		}
+		if len(pts) > 0 {
+			if err := f.q.Enqueue(ctx, pts); err != nil {
+				fw.log.Warn("forward queue refused values", "forward", f.name, "points", len(pts), "err", err)
+			}
+		}
+		if err != nil {
+			return
 		}
 	}
-	for _, f := range cfg.Forward.NATS {
-		no := forward.DefaultNATSOptions()
-		no.URL, no.Site = f.URL, cfg.Site.Name
-		sink, err := forward.NewNATSSink(no, log.With("forward", f.Name))
-		if err != nil {
-			stopAll()
-			return nil, fmt.Errorf("forward %s: %w", f.Name, err)
-		}
-		qo := forward.DefaultOptions()
-		qo.Site = cfg.Site.Name
-		q, err := forward.Open(filepath.Join(cfg.Store.Dir, "forward", f.Name), qo, sink, log.With("forward", f.Name))
-		if err != nil {
-			sink.Close()
-			stopAll()
-			return nil, fmt.Errorf("forward %s: %w", f.Name, err)
-		}
-		sub := tab.Subscribe(tag.SubOptions{Name: "forward:" + f.Name, Mode: tag.Queue})
-		fctx, cancel := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func(name string) {
-			defer wg.Done()
-			var buf []tag.Change
-			var pts []store.Point
-			for {
-				chs, err := sub.Next(fctx, buf[:0])
-				if err != nil {
-					return
-				}
-				buf = chs
-				pts = pts[:0]
-				for _, c := range chs {
-					if c.Has {
-						pts = append(pts, store.Point{Tag: c.Tag, T: c.T, V: c.V, Q: c.Q})
-					}
-				}
-				if len(pts) > 0 {
-					if err := q.Enqueue(fctx, pts); err != nil && fctx.Err() == nil {
-						log.Warn("forward queue refused values", "forward", name, "points", len(pts), "err", err)
-					}
+}
+
+// writeStats writes every forwarder's system tags each second.
+func (fw *forwarders) writeStats(ctx context.Context, tab *tag.Table) {
+	t := time.NewTicker(forwardStatsInterval)
+	defer t.Stop()
+	var batch []tag.Sample
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			batch = batch[:0]
+			ms := now.UnixMilli()
+			fw.mu.RLock()
+			for _, f := range fw.list {
+				st := f.q.Stats()
+				lost := st.Dropped + st.Rejected + f.sub.Stats().Overflow
+				for i, v := range []float64{float64(st.Backlog), st.SentPerS, st.OldestS, float64(st.Errors), float64(lost)} {
+					batch = append(batch, tag.Sample{ID: f.ids[i], T: ms, V: v, Q: store.QualityGood})
 				}
 			}
-		}(f.Name)
-		stops = append(stops, func() {
-			cancel()
-			wg.Wait()
-			tab.Unsubscribe(sub)
-			if err := q.Close(); err != nil {
-				log.Warn("close forward queue", "err", err)
+			fw.mu.RUnlock()
+			if len(batch) > 0 {
+				tab.Update(batch)
 			}
-			sink.Close()
-		})
-		log.Info("forwarding to NATS JetStream", "forward", f.Name, "url", f.URL, "subject", sink.Subject())
+		}
 	}
-	return stopAll, nil
+}
+
+// Enqueue hands points already durable in the store to every forwarder.
+// A queue that refuses them (reject_new at its cap) counts them and the
+// refusal is logged; the points stay stored, so the error is not returned.
+func (fw *forwarders) Enqueue(ctx context.Context, pts []store.Point) {
+	fw.mu.RLock()
+	defer fw.mu.RUnlock()
+	for _, f := range fw.list {
+		if err := f.q.Enqueue(ctx, pts); err != nil && !errors.Is(err, context.Canceled) {
+			fw.log.Warn("forward queue refused stored values", "forward", f.name, "points", len(pts), "err", err)
+		}
+	}
+}
+
+// active reports whether any forwarder runs.
+func (fw *forwarders) active() bool {
+	if fw == nil {
+		return false
+	}
+	fw.mu.RLock()
+	defer fw.mu.RUnlock()
+	return len(fw.list) > 0
+}
+
+// stop ends the feeds and closes the queues, then the sinks, in reverse
+// start order.
+func (fw *forwarders) stop() {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	for i := len(fw.list) - 1; i >= 0; i-- {
+		fw.closeOne(fw.list[i], false)
+	}
+	fw.list = nil
+	fw.cancel()
+	fw.wg.Wait()
 }

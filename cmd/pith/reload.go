@@ -40,6 +40,7 @@ type reloader struct {
 	// forward restarts the forwarders whose settings changed; nil when
 	// forwarding is not reloadable.
 	forward func(old, cfg *config.Config) error
+	control *controlParts // alarms, schedules, rules; nil when none runs
 	log     *slog.Logger
 }
 
@@ -68,6 +69,9 @@ func (r *reloader) reload() (ReloadResult, error) {
 	if err == nil {
 		err = api.CheckExposure(r.cur.HTTP.Listen, len(keys) > 0, cfg.HTTP.Auth == "none")
 	}
+	if err == nil && r.control != nil {
+		err = r.control.check(cfg)
+	}
 	if err != nil {
 		return ReloadResult{}, fmt.Errorf("reload refused, running config kept: %w", err)
 	}
@@ -77,6 +81,12 @@ func (r *reloader) reload() (ReloadResult, error) {
 	}
 	if err := r.auth.SetKeys(keys); err != nil { // checked above; cannot fail
 		return ReloadResult{Acquisition: changed}, err
+	}
+	if r.control != nil {
+		if err := r.control.apply(cfg); err != nil {
+			r.cur = cfg
+			return ReloadResult{Acquisition: changed, Keys: len(keys)}, err
+		}
 	}
 	if r.forward != nil {
 		if err := r.forward(r.cur, cfg); err != nil {
@@ -109,6 +119,19 @@ func restartSections(old, cfg *config.Config) []string {
 	diff("mqtt", old.MQTT, cfg.MQTT)
 	diff("display", old.Display, cfg.Display)
 	diff("events", old.Events, cfg.Events)
+	diff("central", old.Central, cfg.Central)
+	diff("input", old.Input, cfg.Input)
+	diff("calc", old.Calc, cfg.Calc)
+	// Alarm definitions, schedules, rules and limits reload; whether
+	// each part runs, and how often, does not.
+	oa, na := old.Alarms, cfg.Alarms
+	oa.Alarm, na.Alarm = nil, nil
+	diff("alarms", oa, na)
+	diff("schedules.enabled", old.Schedules.Enabled, cfg.Schedules.Enabled)
+	diff("schedules.scan", old.Schedules.Scan, cfg.Schedules.Scan)
+	diff("rules.enabled", old.Rules.Enabled, cfg.Rules.Enabled)
+	diff("rules.scan", old.Rules.Scan, cfg.Rules.Scan)
+	diff("rules.dry_run", old.Rules.DryRun, cfg.Rules.DryRun)
 	return out
 }
 

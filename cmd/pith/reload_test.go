@@ -1,13 +1,16 @@
 package main
 
 import (
+	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/plant"
+	"github.com/pith-historian/pith/internal/store"
 )
 
 // TestReloadConfig runs serve from a config file, changes the file and
@@ -133,5 +137,118 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestReloadForwarders adds, changes and removes a forwarder by reload:
+// each upstream (a fake Pith import endpoint) gets the values of the
+// time its forwarder ran.
+func TestReloadForwarders(t *testing.T) {
+	type upstream struct {
+		srv  *httptest.Server
+		rows atomic.Int64
+	}
+	newUp := func() *upstream {
+		u := &upstream{}
+		u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body := io.Reader(r.Body)
+			if r.Header.Get("Content-Encoding") == "gzip" {
+				zr, err := gzip.NewReader(r.Body)
+				if err != nil {
+					http.Error(w, err.Error(), 400)
+					return
+				}
+				body = zr
+			}
+			b, _ := io.ReadAll(body)
+			n := strings.Count(string(b), "demo.v,")
+			u.rows.Add(int64(n))
+			fmt.Fprintf(w, `{"points":%d}`, n)
+		}))
+		t.Cleanup(u.srv.Close)
+		return u
+	}
+	a, b := newUp(), newUp()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pith.toml")
+	base := fmt.Sprintf("[log]\nlevel = \"warn\"\n[http]\nlisten = \"127.0.0.1:0\"\n[store]\ndir = %q\n", filepath.Join(dir, "data"))
+	fwd := func(url string) string {
+		return fmt.Sprintf("[[forward.http]]\nname = \"up\"\nurl = %q\n", url)
+	}
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(base)
+	cfg, err := loadConfig(path, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(withConfigLoader(context.Background(), func() (*config.Config, error) { return loadConfig(path, "", "") }))
+	defer cancel()
+	addrc := make(chan string, 1)
+	pc := make(chan *plant.Plant, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, cfg, newLogger("warn"), func(addr string, p *plant.Plant) { addrc <- addr; pc <- p })
+	}()
+	var url string
+	select {
+	case a := <-addrc:
+		url = "http://" + a
+	case err := <-done:
+		t.Fatal(err)
+	}
+	p := <-pc
+	reload := func() {
+		t.Helper()
+		resp, err := http.Post(url+"/api/v1/admin/reload", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("reload: %d %s", resp.StatusCode, body)
+		}
+	}
+	v := 0.0
+	put := func(n int) {
+		t.Helper()
+		for range n {
+			v++
+			if _, err := p.Table().UpdatePoints([]store.Point{{Tag: "demo.v", T: time.Now().UnixMilli(), V: v}}, true, "test"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	put(3) // no forwarder yet
+	write(base + fwd(a.srv.URL))
+	reload()
+	put(5)
+	waitUntil(t, "5 values at a", func() bool { return a.rows.Load() >= 5 })
+
+	write(base + fwd(b.srv.URL)) // changed: same queue, new upstream
+	reload()
+	put(7)
+	waitUntil(t, "7 values at b", func() bool { return b.rows.Load() >= 7 })
+
+	write(base) // removed
+	reload()
+	before := b.rows.Load()
+	put(4)
+	time.Sleep(300 * time.Millisecond)
+	if got := b.rows.Load(); got != before {
+		t.Errorf("removed forwarder still sent: %d rows, had %d", got, before)
+	}
+	if got := a.rows.Load(); got != 5 {
+		t.Errorf("first upstream got %d rows, want the 5 of its time", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/pith-historian/pith/internal/events"
 	"github.com/pith-historian/pith/internal/ingest"
 	"github.com/pith-historian/pith/internal/plant"
+	"github.com/pith-historian/pith/internal/process"
 	"github.com/pith-historian/pith/internal/promapi"
 	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/store/wal"
@@ -144,15 +145,31 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, ready func
 	}
 	defer p.Stop()
 
-	stopForward, err := startForwarders(ctx, cfg, p.Table(), log)
+	ctl, err := startControl(ctx, cfg, p, log) // alarms, schedules, rules
 	if err != nil {
 		return err
 	}
-	defer stopForward()
+	defer ctl.stop()
+
+	fw, err := startForwarders(ctx, cfg, p.Table(), log)
+	if err != nil {
+		return err
+	}
+	defer fw.stop()
+	// Imports and push inputs write through wr, which forwards what it
+	// stored.
+	wr := newWriter(db, fw, filepath.Join(cfg.Store.Dir, "forward", ".spool"))
+	if wr, err = withInputChains(wr, cfg, db, p.Process(), log); err != nil {
+		return err
+	}
+	wr = ctl.wrapWriter(wr) // alarms see what the push inputs write
+	if cfg.Central.NATS != "" {
+		defer startCentral(ctx, cfg.Central, db, log)()
+	}
 
 	gate := ingest.NewTagGate(db, cfg.Ingest.NewTagsPerMinute, nil)
 	if cfg.MQTT.Enabled {
-		stopMQTT, err := startMQTT(ctx, cfg.MQTT, db, gate, log)
+		stopMQTT, err := startMQTT(ctx, cfg.MQTT, wr, gate, log)
 		if err != nil {
 			return err
 		}
@@ -165,11 +182,13 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, ready func
 	}
 	defer col.Stop() // before the plant stops: /-/ready turns 503 first
 
-	mux, closeWeb, err := routes(cfg, db, p, col, gate, log)
+	mux, closeWeb, err := routes(cfg, db, wr, p, col, gate, log)
 	if err != nil {
 		return err
 	}
-	rl := &reloader{cur: cfg, p: p, auth: auth, log: log}
+	ctl.mount(mux, db, p, log)
+	rl := &reloader{cur: cfg, p: p, auth: auth, control: ctl, log: log,
+		forward: func(_, cfg *config.Config) error { return fw.reload(cfg) }}
 	rl.load, _ = ctx.Value(configLoaderKey{}).(func() (*config.Config, error))
 	defer rl.watchSIGHUP(ctx)()
 	mux.Handle("/api/v1/admin/reload", rl)
@@ -182,6 +201,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, ready func
 		}
 		defer ev.Close()
 		mux.Handle("/api/v1/events", ev.Handler())
+		mux.Handle("/api/v1/track", ev.Handler()) // Hamustro's clients
 		if cfg.Events.Secret != "" {
 			signed = ev.Handler()
 		}
@@ -205,6 +225,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, ready func
 	if ready != nil {
 		ready(ln.Addr().String(), p)
 	}
+	defer notifyReady(ctx, ln.Addr().String(), p, log)() // systemd: READY=1, watchdog, STOPPING=1
 	lim := api.ServerLimits{
 		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout.Std(), ReadTimeout: cfg.HTTP.ReadTimeout.Std(),
 		IdleTimeout: cfg.HTTP.IdleTimeout.Std(), MaxHeaderBytes: cfg.HTTP.MaxHeaderBytes,
@@ -220,7 +241,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, ready func
 // handler checks it (401 when bad), and everything else to h.
 func signedOr(signed, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/api/v1/events" && r.Header.Get(events.SignatureHeader) != "" {
+		if r.URL.Path == "/api/v1/events" && r.Header.Get(events.SignatureHeader) != "" ||
+			r.URL.Path == "/api/v1/track" && (r.Header.Get(events.HamustroSignatureHeader) != "" || r.Header.Get(events.HamustroTimeHeader) != "") {
 			signed.ServeHTTP(w, r)
 			return
 		}
@@ -250,6 +272,35 @@ func startEvents(cfg *config.Config, p *plant.Plant, log *slog.Logger) (*events.
 		}
 		if _, err := tab.UpdatePoints(pts, true, "events"); err != nil {
 			log.Warn("event counts", "err", err)
+		}
+	}
+	o.Format, o.Compression = cfg.Events.Format, cfg.Events.Compression
+	if s3 := cfg.Events.S3; s3.Endpoint != "" {
+		up, err := events.NewS3(events.S3Options{Endpoint: s3.Endpoint, Secure: s3.Secure, Region: s3.Region,
+			Bucket: s3.Bucket, Prefix: s3.Prefix, AccessKey: s3.AccessKey, SecretKey: s3.SecretKey})
+		if err != nil {
+			return nil, err
+		}
+		o.Upload = up
+	}
+	if n := cfg.Events.NATS; n.URL != "" {
+		up, err := events.NewNATSObjects(n.URL, n.Bucket)
+		if err != nil {
+			return nil, err
+		}
+		o.Upload = up
+	}
+	// What is acknowledged but not in its final place yet (a complete
+	// file, or the object store).
+	o.OnBacklog = func(now time.Time, b events.Backlog) {
+		t := now.UnixMilli()
+		pts := []store.Point{{Tag: "pith.events.backlog", T: t, V: float64(b.Events)}}
+		if o.Upload != nil {
+			pts = append(pts, store.Point{Tag: "pith.events.files_pending", T: t, V: float64(b.Files)},
+				store.Point{Tag: "pith.events.bytes_pending", T: t, V: float64(b.Bytes)})
+		}
+		if _, err := tab.UpdatePoints(pts, true, "events"); err != nil {
+			log.Warn("event backlog", "err", err)
 		}
 	}
 	ev, err := events.New(filepath.Join(cfg.Store.Dir, "events-collector"), o, log)
@@ -329,30 +380,32 @@ func apiKeys(c config.HTTP) ([]api.Key, error) {
 
 // routes mounts every HTTP part. The returned func ends live streams, which
 // would otherwise hold up the graceful stop.
-func routes(cfg *config.Config, db *store.DB, p *plant.Plant, col *diag.Collector, gate *ingest.TagGate, log *slog.Logger) (*http.ServeMux, func(), error) {
+func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *diag.Collector, gate *ingest.TagGate, log *slog.Logger) (*http.ServeMux, func(), error) {
 	opts := api.DefaultOptions()
 	opts.Controller = p.Controller()
 	opts.Meta = p.Meta()
+	opts.Deleter = db // DELETE /api/v1/data goes to the store itself, past the write wrappers
 	mux := http.NewServeMux()
-	mux.Handle("/api/", api.NewServer(api.WrapDB(db), opts, log).Handler())
+	mux.Handle("/api/", api.NewServer(wr, opts, log).Handler())
 	mux.Handle("/api/v1/admin/freeze", diag.NewFreezeHandler(p.Archive(), log))
+	mux.Handle(backupPath, newBackupHandler(db, log))
 	mux.Handle("/metrics", col.Handler())
 	mux.Handle("/-/", col.Handler())
 
 	// Compatibility endpoints (DESIGN.md reserves these paths).
 	lpo := ingest.DefaultLineProtocolOptions()
 	lpo.Gate, lpo.Logger = gate, log
-	lp := ingest.NewLineProtocol(db, lpo)
+	lp := ingest.NewLineProtocol(wr, lpo)
 	mux.Handle("/write", lp)
 	mux.Handle("/api/v2/write", lp)
 	mux.HandleFunc("/query", lp.Query)
 	mux.HandleFunc("/ping", lp.Ping)
 	eo := ingest.DefaultEmoncmsOptions()
 	eo.Gate, eo.Logger = gate, log
-	mux.Handle("/input/", ingest.NewEmoncms(db, eo))
+	mux.Handle("/input/", ingest.NewEmoncms(wr, eo))
 	rwo := ingest.DefaultRemoteWriteOptions()
 	rwo.Gate, rwo.Logger = gate, log
-	mux.Handle("/api/v1/write", ingest.NewRemoteWrite(db, rwo))
+	mux.Handle("/api/v1/write", ingest.NewRemoteWrite(wr, rwo))
 	prom := promapi.New(db, promapi.DefaultOptions(), log)
 	for _, path := range []string{"/api/v1/query", "/api/v1/query_range", "/api/v1/labels", "/api/v1/label/",
 		"/api/v1/series", "/api/v1/status/buildinfo", "/api/v1/metadata", "/api/v1/query_exemplars"} {
@@ -378,7 +431,7 @@ func routes(cfg *config.Config, db *store.DB, p *plant.Plant, col *diag.Collecto
 }
 
 // startMQTT runs the MQTT subscriber until ctx ends or the returned stop.
-func startMQTT(ctx context.Context, c config.MQTT, db *store.DB, gate *ingest.TagGate, log *slog.Logger) (func(), error) {
+func startMQTT(ctx context.Context, c config.MQTT, db ingest.Sink, gate *ingest.TagGate, log *slog.Logger) (func(), error) {
 	o := ingest.DefaultMQTTOptions()
 	o.Broker, o.Topics, o.Prefix = c.Broker, c.Topics, c.Prefix
 	if c.ClientID != "" {
@@ -413,8 +466,12 @@ func runCheckConfig(args []string) error {
 		fs.Usage()
 		return errors.New("want one config file")
 	}
-	if _, err := config.Load(fs.Arg(0)); err != nil {
+	cfg, err := config.Load(fs.Arg(0))
+	if err != nil {
 		return err
+	}
+	if err := process.Check(cfg.Calc); err != nil { // expressions and cycles
+		return fmt.Errorf("%s: %w", fs.Arg(0), err)
 	}
 	fmt.Printf("%s: ok\n", fs.Arg(0))
 	return nil

@@ -45,6 +45,18 @@ type Config struct {
 	Events Events `toml:"events"`
 	// Forward lists the upstreams values are forwarded to.
 	Forward Forward `toml:"forward"`
+	// Input lists the input-processing chains ([[input]], see process.go).
+	Input []Input `toml:"input"`
+	// Calc lists the calculated tags ([[calc]], see process.go).
+	Calc []Calc `toml:"calc"`
+	// Alarms watches tags and raises, logs and notifies alarms.
+	Alarms Alarms `toml:"alarms"`
+	// Schedules are weekly schedules and bookings driving 0/1 tags.
+	Schedules Schedules `toml:"schedules"`
+	// Rules write tags when conditions hold, within per-tag write limits.
+	Rules Rules `toml:"rules"`
+	// Central consumes what edge Piths forward to NATS JetStream.
+	Central Central `toml:"central"`
 }
 
 // Site names this installation.
@@ -143,18 +155,6 @@ type MQTT struct {
 	Password string `toml:"password"`
 }
 
-// Forward lists the upstreams: each has its own disk-backed queue.
-type Forward struct {
-	NATS []ForwardNATS `toml:"nats"`
-}
-
-// ForwardNATS forwards every tag change to NATS JetStream, subject
-// pith.<site>.samples, deduplicated upstream by batch id.
-type ForwardNATS struct {
-	Name string `toml:"name"` // names the queue directory and the logs
-	URL  string `toml:"url"`  // nats://host:port
-}
-
 // Events is the collector of app and device events.
 type Events struct {
 	// Enabled serves POST and GET /api/v1/events.
@@ -162,6 +162,31 @@ type Events struct {
 	// Secret, when set, lets clients sign requests (HMAC-SHA256 over
 	// timestamp and body) instead of sending an API key.
 	Secret string `toml:"secret"`
+	// Format of the sink files: "ndjson" or "csv"; Compression: "gzip"
+	// or "zstd".
+	Format      string `toml:"format"`
+	Compression string `toml:"compression"`
+	// S3, when its endpoint is set, receives the complete files.
+	S3 EventsS3 `toml:"s3"`
+	// NATS, when its URL is set, receives them in a JetStream object store.
+	NATS EventsNATS `toml:"nats"`
+}
+
+// EventsNATS is the JetStream object store event files are uploaded to.
+type EventsNATS struct {
+	URL    string `toml:"url"`    // "" keeps the files on disk
+	Bucket string `toml:"bucket"` // object store bucket, created when missing
+}
+
+// EventsS3 is the object store event files are uploaded to.
+type EventsS3 struct {
+	Endpoint  string `toml:"endpoint"` // host:port; "" keeps the files on disk
+	Secure    bool   `toml:"secure"`   // HTTPS
+	Region    string `toml:"region"`
+	Bucket    string `toml:"bucket"`
+	Prefix    string `toml:"prefix"`
+	AccessKey string `toml:"access_key"`
+	SecretKey string `toml:"secret_key"`
 }
 
 // Display is the public display page at /display.
@@ -259,8 +284,12 @@ func Default() *Config {
 			Topics: []string{"emon/#"},
 			Prefix: "emon/",
 		},
-		Display: Display{Refresh: Duration(5 * time.Second)},
-		Events:  Events{Enabled: true},
+		Display:   Display{Refresh: Duration(5 * time.Second)},
+		Events:    Events{Enabled: true, Format: "ndjson", Compression: "gzip", NATS: EventsNATS{Bucket: "pith-events"}},
+		Alarms:    Alarms{Scan: DefaultAlarmScan, StationComm: true, LogMaxBytes: DefaultAlarmLogMaxBytes},
+		Schedules: Schedules{Scan: DefaultScheduleScan},
+		Rules:     Rules{Scan: DefaultRuleScan},
+		Central:   DefaultCentral(),
 		Store: Store{
 			Dir:            DefaultStoreDir,
 			Durability:     DefaultDurability,

@@ -29,19 +29,9 @@ func (c *Config) Validate() error {
 		add("http.listen", "%v", err)
 	}
 	c.HTTP.validate(add)
-	fwd := map[string]bool{}
-	for i, f := range c.Forward.NATS {
-		at := fmt.Sprintf("forward.nats[%d]", i)
-		if err := checkSegment(f.Name); err != nil {
-			add(at+".name", "%v", err)
-		} else if fwd[f.Name] {
-			add(at+".name", "duplicate forwarder name %q", f.Name)
-		}
-		fwd[f.Name] = true
-		if !strings.HasPrefix(f.URL, "nats://") && !strings.HasPrefix(f.URL, "tls://") {
-			add(at+".url", "want nats://host:port, got %q", f.URL)
-		}
-	}
+	c.Forward.validate(add)
+	c.Central.validate(add)
+	c.validateProcess(add)
 	if c.Ingest.NewTagsPerMinute < 1 {
 		add("ingest.new_tags_per_minute", "must be at least 1")
 	}
@@ -69,7 +59,11 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	c.Events.validate(add)
 	c.Store.validate(add)
+	c.Alarms.validate(add)
+	c.Schedules.validate(add)
+	c.Rules.validate(add)
 	errs = append(errs, c.Modbus.validate()...)
 	return errors.Join(errs...)
 }
@@ -281,4 +275,36 @@ func validKeyHash(s string) bool {
 		}
 	}
 	return true
+}
+
+func (e *Events) validate(add func(key, format string, args ...any)) {
+	if e.Format != "ndjson" && e.Format != "csv" {
+		add("events.format", "want \"ndjson\" or \"csv\", got %q", e.Format)
+	}
+	if e.Compression != "gzip" && e.Compression != "zstd" {
+		add("events.compression", "want \"gzip\" or \"zstd\", got %q", e.Compression)
+	}
+	if e.S3.Endpoint != "" {
+		if strings.Contains(e.S3.Endpoint, "/") {
+			add("events.s3.endpoint", "want host:port without a scheme, got %q", e.S3.Endpoint)
+		}
+		if e.S3.Bucket == "" {
+			add("events.s3.bucket", "is required with an endpoint")
+		}
+	}
+	if e.NATS.URL != "" {
+		if e.S3.Endpoint != "" {
+			add("events.nats.url", "set either events.s3.endpoint or events.nats.url, not both")
+		}
+		if err := checkNATSURLs(e.NATS.URL); err != nil {
+			add("events.nats.url", "%v", err)
+		}
+		ok := e.NATS.Bucket != ""
+		for _, r := range e.NATS.Bucket {
+			ok = ok && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+		}
+		if !ok {
+			add("events.nats.bucket", "want letters, digits, '_' and '-', got %q", e.NATS.Bucket)
+		}
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/archive"
 	"github.com/pith-historian/pith/internal/config"
+	"github.com/pith-historian/pith/internal/process"
 	"github.com/pith-historian/pith/internal/tag"
 )
 
@@ -61,6 +62,7 @@ type Plant struct {
 	cancel context.CancelFunc
 	ctx    context.Context // the plant's; a reload starts its acquisition under it
 	stops  []stopStep      // in start order; Stop runs them backwards
+	proc   *process.Engine // input chains and calculated tags; nil when none
 
 	mu  sync.Mutex // guards acq and cfg; held for a whole reload
 	acq *acquisition
@@ -126,6 +128,25 @@ func (p *Plant) start(ctx context.Context, cfg *config.Config, db archive.Writer
 		return err
 	}
 	p.tab = tag.New(p.log.With("part", "tags"), p.opts.Table, p.queue)
+	// Input chains and calculated tags subscribe before anything produces
+	// values, and stop after the acquisition (stops run in reverse).
+	if len(cfg.Input) > 0 || len(cfg.Calc) > 0 {
+		var seed process.Seeder
+		if l, ok := db.(process.Latester); ok {
+			seed = process.SeedFrom(l)
+		}
+		err := p.step("process", func() error {
+			var err error
+			if p.proc, err = process.New(cfg.Input, cfg.Calc, p.tab, seed, p.log.With("part", "process")); err != nil {
+				return err
+			}
+			p.proc.Start(ctx)
+			return nil
+		}, func() error { p.proc.Stop(); return nil })
+		if err != nil {
+			return err
+		}
+	}
 	p.ctx = ctx
 	a, err := startAcquisition(ctx, cfg, p.tab, p.opts.Clock, p.log)
 	if err != nil {
@@ -175,6 +196,10 @@ func (p *Plant) Stop() {
 // Table returns the tag table, for producers outside the configuration
 // (ingest, the demo's simulator) and for readers of current values.
 func (p *Plant) Table() *tag.Table { return p.tab }
+
+// Process returns the engine of input chains and calculated tags, nil
+// when the configuration has neither.
+func (p *Plant) Process() *process.Engine { return p.proc }
 
 // Archive returns the archive queue, for its statistics and FREEZE.
 func (p *Plant) Archive() *archive.Queue { return p.queue }

@@ -122,7 +122,7 @@ func (t *Table) Define(d Def) (ID, error) {
 		t.ents[id].def = d
 		return id, nil
 	}
-	if len(t.ents) >= math.MaxUint32 {
+	if uint64(len(t.ents)) >= math.MaxUint32 {
 		return 0, fmt.Errorf("define tag %q: table full", d.Name)
 	}
 	id := ID(len(t.ents))

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/pith-historian/pith/internal/config"
+	"github.com/pith-historian/pith/internal/forward"
+	"github.com/pith-historian/pith/internal/store"
+)
+
+// Central mode tuning.
+const (
+	centralRetryMin   = time.Second      // first wait after the consumer stopped (server away, no stream yet)
+	centralRetryMax   = 15 * time.Second // longest wait between attempts
+	centralNameCache  = 1 << 20          // prefixed tag names kept per worker before the cache is reset
+	centralMaxRefused = 1 << 16          // points of one batch skipped one by one before the batch is refused
+)
+
+// centralWriter is the store as a central Pith writes to it; *store.DB
+// implements it. Write is called from every worker at once.
+type centralWriter interface {
+	Write(ctx context.Context, pts []store.Point) error
+}
+
+var _ centralWriter = (*store.DB)(nil)
+
+// startCentral runs [central]: Workers consumers sharing the JetStream
+// durable consumer, each storing the batches it pulls under "<site>."
+// before acknowledging them (forward.Consume acks only after the sink
+// returned nil, and db.Write returns once the points are durable under the
+// store's durability). Other central Piths with the same durable share the
+// same work. A consumer that stops (server unreachable, stream not created
+// yet because no edge published) is restarted with a growing pause. The
+// returned stop waits for the workers.
+func startCentral(ctx context.Context, c config.Central, db centralWriter, log *slog.Logger) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	log = log.With("central", c.Durable)
+	var wg sync.WaitGroup
+	for i := range c.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := &centralWorker{db: db, log: log, names: map[siteTag]string{}}
+			wait := centralRetryMin
+			for ctx.Err() == nil {
+				start := time.Now()
+				err := forward.Consume(ctx, c.NATS, c.Subjects, c.Durable, w.sink(ctx), log.With("worker", i))
+				if ctx.Err() != nil {
+					return
+				}
+				if time.Since(start) > centralRetryMax {
+					wait = centralRetryMin
+				}
+				log.Warn("central consumer stopped; retrying", "worker", i, "in", wait, "err", err)
+				sleepCtx(ctx, wait)
+				wait = min(2*wait, centralRetryMax)
+			}
+		}()
+	}
+	log.Info("central mode", "nats", c.NATS, "subjects", c.Subjects, "durable", c.Durable, "workers", c.Workers)
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// siteTag keys the cache of prefixed names.
+type siteTag struct{ site, tag string }
+
+// centralWorker stores the batches of one consumer; it is used by one
+// goroutine.
+type centralWorker struct {
+	db    centralWriter
+	log   *slog.Logger
+	names map[siteTag]string // (site, tag) -> "site.tag", so a batch costs no string per point
+}
+
+// sink returns the forward.SinkFunc of w. It renames the points in place
+// (Consume reuses the slice for the next batch) and writes them. A point
+// the store refuses (a name too long once prefixed, a time older than the
+// raw retention) is logged and skipped, so that it cannot hold up the
+// stream; any other error makes Consume redeliver the batch later.
+func (w *centralWorker) sink(ctx context.Context) forward.SinkFunc {
+	return func(site string, pts []store.Point) error {
+		if len(w.names) > centralNameCache {
+			clear(w.names)
+		}
+		for i := range pts {
+			k := siteTag{site, pts[i].Tag}
+			name, ok := w.names[k]
+			if !ok {
+				name = site + "." + pts[i].Tag
+				w.names[k] = name
+			}
+			pts[i].Tag = name
+		}
+		for refused := 0; ; refused++ {
+			err := w.db.Write(ctx, pts)
+			var pe *store.PointError
+			if err == nil || !errors.As(err, &pe) || refused >= centralMaxRefused || pe.Index < 0 || pe.Index >= len(pts) {
+				return err
+			}
+			w.log.Error("central store refused a point; skipping it", "site", site, "tag", pe.Tag, "err", pe.Err)
+			pts = append(pts[:pe.Index], pts[pe.Index+1:]...)
+		}
+	}
+}
+
+// sleepCtx waits d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pith-historian/pith/internal/config"
+	"github.com/pith-historian/pith/internal/forward"
+	"github.com/pith-historian/pith/internal/store"
+)
+
+// countingWriter counts the points a central Pith stored.
+type countingWriter struct {
+	db *store.DB
+	n  atomic.Int64
+}
+
+func (w *countingWriter) Write(ctx context.Context, pts []store.Point) error {
+	if err := w.db.Write(ctx, pts); err != nil {
+		return err
+	}
+	w.n.Add(int64(len(pts)))
+	return nil
+}
+
+// benchBatch is batch i of 10,000 points: 100 tags, 100 samples each.
+func benchBatch(i int, names []string) []store.Point {
+	pts := make([]store.Point, 0, 10000)
+	t0 := int64(1_700_000_000_000) + int64(i)*100_000
+	for s := range 100 {
+		for k, name := range names {
+			pts = append(pts, store.Point{Tag: name, T: t0 + int64(s)*1000, V: float64(i*100 + s + k)})
+		}
+	}
+	return pts
+}
+
+// BenchmarkCentralConsume measures a central Pith's intake in values/s:
+// b.N batches of 10,000 points (100 tags) already in the stream are
+// consumed by startCentral, renamed under the site and written into a
+// store with the default (fsync) durability before each ack. Run it with
+//
+//	PITH_TEST_NATS=nats://127.0.0.1:4222 go test -run x -bench CentralConsume -benchtime 200x ./cmd/pith/
+func BenchmarkCentralConsume(b *testing.B) {
+	nurl := testNATS(b)
+	for _, workers := range []int{1, 2, 4} {
+		b.Run("workers="+strconv.Itoa(workers), func(b *testing.B) {
+			site := testSiteName("bench")
+			subject := "pith." + site + ".samples"
+			sink, err := forward.NewNATSSink(forward.NATSOptions{URL: nurl, Site: site}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sink.Close()
+			ctx := context.Background()
+			names := make([]string, 100)
+			for k := range names {
+				names[k] = fmt.Sprintf("plant.unit%02d.value", k)
+			}
+			for i := range b.N {
+				pts := benchBatch(i, names)
+				p := forward.EncodeBatch(0, pts)
+				if err := sink.Send(ctx, forward.Batch{ID: fmt.Sprintf("%s-%d", site, i), Payload: p, Points: len(pts)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			defer purgeSubject(b, nurl, subject)
+			durable := "b-" + site
+			defer deleteConsumer(b, nurl, durable)
+			log := slog.New(slog.DiscardHandler)
+			db, err := store.Open(b.TempDir(), storeOptions(config.Default().Store, log))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			w := &countingWriter{db: db}
+			want := int64(b.N) * 10000
+			b.ResetTimer()
+			stop := startCentral(ctx, config.Central{NATS: nurl, Subjects: []string{subject}, Durable: durable, Workers: workers}, w, log)
+			for w.n.Load() < want {
+				time.Sleep(time.Millisecond)
+			}
+			b.StopTimer()
+			stop()
+			b.ReportMetric(float64(want)/b.Elapsed().Seconds(), "values/s")
+		})
+	}
+}
+
+// purgeSubject drops a benchmark's messages from the shared stream.
+func purgeSubject(t testing.TB, natsURL, subject string) {
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		return
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, forward.DefaultNATSStream)
+	if err != nil {
+		return
+	}
+	if err := st.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+		t.Logf("purge %s: %v", subject, err)
+	}
+}
+
+// TestForwardLongOutage is the long outage: PITH_LONG_OUTAGE (default
+// 10m) without the upstream while an edge produces 10,000 values/s, then
+// the link comes back and the test reports how long the central Pith took
+// to hold every value (the target is 60 s for 10 minutes). It runs only
+// with PITH_LONG=1:
+//
+//	PITH_LONG=1 PITH_TEST_NATS=nats://127.0.0.1:4222 go test -run LongOutage -v -timeout 30m ./cmd/pith/
+func TestForwardLongOutage(t *testing.T) {
+	if os.Getenv("PITH_LONG") != "1" {
+		t.Skip("PITH_LONG=1 not set: the long outage test is skipped")
+	}
+	nurl := testNATS(t)
+	outage := 10 * time.Minute
+	if s := os.Getenv("PITH_LONG_OUTAGE"); s != "" {
+		var err error
+		if outage, err = time.ParseDuration(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	site := testSiteName("long")
+	durable := "c-" + site
+	t.Cleanup(func() { deleteConsumer(t, nurl, durable) })
+	t.Cleanup(func() { purgeSubject(t, nurl, "pith."+site+".samples") })
+	px := newTCPProxy(t, hostPort(t, nurl))
+	ccfg := fwdConfig(t, "central", t.TempDir())
+	ccfg.Store.Durability = config.DurabilityRelaxed
+	ccfg.Central = config.Central{NATS: nurl, Subjects: []string{"pith." + site + ".samples"}, Durable: durable, Workers: 2}
+	central := startInstance(t, ccfg)
+	ecfg := fwdConfig(t, site, t.TempDir())
+	ecfg.Store.Durability = config.DurabilityRelaxed
+	ecfg.Forward.NATS = []config.ForwardNATS{{Name: "up", URL: "nats://" + px.addr}}
+	edge := startInstance(t, ecfg)
+
+	pr := &producer{n: 100, base: time.Now().UnixMilli() - 24*3600*1000}
+	pr.run(t, edge, 2*time.Second)
+	px.down()
+	start := time.Now()
+	pr.run(t, edge, outage)
+	t.Logf("outage of %s: %d values produced (%.0f/s)", outage, pr.ticks*int64(pr.n), float64(pr.ticks*int64(pr.n))/time.Since(start).Seconds())
+	px.up()
+	up := time.Now()
+	eventually(t, outage+time.Minute, "every value at the central Pith", func() bool {
+		return pr.arrived(t, central, site)
+	})
+	drain := time.Since(up)
+	t.Logf("drained %d values in %s (target 60 s for a 10-minute outage)", pr.ticks*int64(pr.n), drain.Round(100*time.Millisecond))
+}

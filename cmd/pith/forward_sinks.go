@@ -1,0 +1,69 @@
+package main
+
+import (
+	"log/slog"
+	"net/url"
+
+	"github.com/pith-historian/pith/internal/config"
+	"github.com/pith-historian/pith/internal/forward"
+)
+
+// openSink makes a forwarder's sink; it returns the sink, the function
+// closing it and a description of the upstream for the logs.
+type openSink func(log *slog.Logger) (forward.Sink, func(), string, error)
+
+func natsSink(c config.ForwardNATS, site string) openSink {
+	return func(log *slog.Logger) (forward.Sink, func(), string, error) {
+		o := forward.DefaultNATSOptions()
+		o.URL, o.Site = c.URL, site
+		s, err := forward.NewNATSSink(o, log)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return s, s.Close, c.URL + " " + s.Subject(), nil
+	}
+}
+
+func postgresSink(c config.ForwardPostgres, site string) openSink {
+	return func(log *slog.Logger) (forward.Sink, func(), string, error) {
+		s, err := forward.NewPostgresSink(forward.PostgresOptions{URL: c.URL, Table: c.Table, Site: site}, log)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return s, s.Close, redactURL(c.URL) + " table " + c.Table, nil
+	}
+}
+
+func mqttSink(c config.ForwardMQTT, site string) openSink {
+	return func(log *slog.Logger) (forward.Sink, func(), string, error) {
+		id := c.ClientID
+		if id == "" {
+			// Fixed so that the broker keeps the session across restarts.
+			id = "pith-" + site + "-" + c.Name
+		}
+		s, err := forward.NewMQTTSink(forward.MQTTOptions{URL: c.URL, Prefix: c.Prefix, ClientID: id, Username: c.Username, Password: c.Password}, log)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return s, s.Close, c.URL + " " + c.Prefix, nil
+	}
+}
+
+func httpSink(c config.ForwardHTTP, site string) openSink {
+	return func(log *slog.Logger) (forward.Sink, func(), string, error) {
+		s, err := forward.NewHTTPSink(forward.HTTPOptions{URL: c.URL, Key: c.Key, Site: site}, log)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return s, s.Close, c.URL, nil
+	}
+}
+
+// redactURL hides the password of a URL for the logs.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		return "(dsn)"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,268 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Forward lists the upstreams values are forwarded to. Each forwarder has
+// its own disk-backed queue (DATA/forward/<name>), fed with every change of
+// the tag table and every imported or pushed value; forwarder names are
+// unique across all kinds.
+type Forward struct {
+	NATS     []ForwardNATS     `toml:"nats"`
+	Postgres []ForwardPostgres `toml:"postgres"`
+	MQTT     []ForwardMQTT     `toml:"mqtt"`
+	HTTP     []ForwardHTTP     `toml:"http"`
+}
+
+// ForwardQueue holds the queue keys every forwarder kind has. Zero values
+// take the queue's defaults (1 GiB, 7 days, drop_oldest).
+type ForwardQueue struct {
+	// MaxBytes caps the encoded bytes of unsent values; 0 is 1 GiB.
+	MaxBytes int64
+	// MaxAge drops unsent values older than this; 0 is 7 days.
+	MaxAge Duration
+	// Overflow is what happens at MaxBytes: "drop_oldest" (the default)
+	// or "reject_new".
+	Overflow string
+}
+
+// Overflow policies accepted by the forwarders' overflow key.
+const (
+	OverflowDropOldest = "drop_oldest"
+	OverflowRejectNew  = "reject_new"
+)
+
+// ForwardNATS forwards to NATS JetStream, subject pith.<site>.samples,
+// deduplicated upstream by batch id.
+type ForwardNATS struct {
+	Name     string   `toml:"name"` // names the queue directory, the logs and the system tags
+	URL      string   `toml:"url"`  // nats://host:port, several separated by commas
+	MaxBytes int64    `toml:"max_bytes"`
+	MaxAge   Duration `toml:"max_age"`
+	Overflow string   `toml:"overflow"`
+}
+
+// Queue returns the queue keys of f.
+func (f ForwardNATS) Queue() ForwardQueue {
+	return ForwardQueue{MaxBytes: f.MaxBytes, MaxAge: f.MaxAge, Overflow: f.Overflow}
+}
+
+// ForwardPostgres forwards into a PostgreSQL table.
+type ForwardPostgres struct {
+	Name     string   `toml:"name"`
+	URL      string   `toml:"url"`   // postgres://user@host:port/db
+	Table    string   `toml:"table"` // table or schema.table, created when missing
+	MaxBytes int64    `toml:"max_bytes"`
+	MaxAge   Duration `toml:"max_age"`
+	Overflow string   `toml:"overflow"`
+}
+
+// Queue returns the queue keys of f.
+func (f ForwardPostgres) Queue() ForwardQueue {
+	return ForwardQueue{MaxBytes: f.MaxBytes, MaxAge: f.MaxAge, Overflow: f.Overflow}
+}
+
+// ForwardMQTT publishes to an MQTT broker under a topic prefix.
+type ForwardMQTT struct {
+	Name     string   `toml:"name"`
+	URL      string   `toml:"url"`    // tcp://, mqtt://, tls://, ssl://, mqtts://, ws:// or wss://host:port
+	Prefix   string   `toml:"prefix"` // topic prefix, e.g. pith/site1
+	ClientID string   `toml:"client_id"`
+	Username string   `toml:"username"`
+	Password string   `toml:"password"`
+	MaxBytes int64    `toml:"max_bytes"`
+	MaxAge   Duration `toml:"max_age"`
+	Overflow string   `toml:"overflow"`
+}
+
+// Queue returns the queue keys of f.
+func (f ForwardMQTT) Queue() ForwardQueue {
+	return ForwardQueue{MaxBytes: f.MaxBytes, MaxAge: f.MaxAge, Overflow: f.Overflow}
+}
+
+// ForwardHTTP forwards to another Pith's import API.
+type ForwardHTTP struct {
+	Name     string   `toml:"name"`
+	URL      string   `toml:"url"` // http(s)://host:port of the other Pith
+	Key      string   `toml:"key"` // its API key with write scope; "" when it needs none
+	MaxBytes int64    `toml:"max_bytes"`
+	MaxAge   Duration `toml:"max_age"`
+	Overflow string   `toml:"overflow"`
+}
+
+// Queue returns the queue keys of f.
+func (f ForwardHTTP) Queue() ForwardQueue {
+	return ForwardQueue{MaxBytes: f.MaxBytes, MaxAge: f.MaxAge, Overflow: f.Overflow}
+}
+
+// Central makes this Pith a central one: it consumes the batches edge
+// Piths publish to NATS JetStream and archives each site's tags under
+// "<site>.". It is on when NATS is set.
+type Central struct {
+	// NATS is the server to consume from: nats://host:port, several
+	// separated by commas; "" turns central mode off.
+	NATS string `toml:"nats"`
+	// Subjects are the subjects consumed, each pith.<site>.samples with
+	// "*" for every site.
+	Subjects []string `toml:"subjects"`
+	// Durable names the JetStream consumer. Central Piths sharing it
+	// share the work; a batch is acknowledged once durable in the store.
+	Durable string `toml:"durable"`
+	// Workers is the number of batches consumed and stored at once.
+	Workers int `toml:"workers"`
+}
+
+// Defaults of Central.
+const (
+	DefaultCentralSubjects = "pith.*.samples"
+	DefaultCentralDurable  = "central"
+	DefaultCentralWorkers  = 2
+)
+
+// DefaultCentral returns central mode off with the default subjects,
+// consumer name and workers.
+func DefaultCentral() Central {
+	return Central{
+		Subjects: []string{DefaultCentralSubjects},
+		Durable:  DefaultCentralDurable,
+		Workers:  DefaultCentralWorkers,
+	}
+}
+
+// Forwarders returns every forwarder's kind and name in start order:
+// NATS, PostgreSQL, MQTT, HTTP, each in file order.
+func (f *Forward) Forwarders() (kinds, names []string) {
+	for _, x := range f.NATS {
+		kinds, names = append(kinds, "nats"), append(names, x.Name)
+	}
+	for _, x := range f.Postgres {
+		kinds, names = append(kinds, "postgres"), append(names, x.Name)
+	}
+	for _, x := range f.MQTT {
+		kinds, names = append(kinds, "mqtt"), append(names, x.Name)
+	}
+	for _, x := range f.HTTP {
+		kinds, names = append(kinds, "http"), append(names, x.Name)
+	}
+	return kinds, names
+}
+
+func (f *Forward) validate(add func(key, format string, args ...any)) {
+	names := map[string]string{} // forwarder name -> its key path
+	common := func(at, name string, q ForwardQueue) {
+		if err := checkSegment(name); err != nil {
+			add(at+".name", "%v", err)
+		} else if first, dup := names[name]; dup {
+			add(at+".name", "forwarder %q already defined at %s", name, first)
+		} else {
+			names[name] = at
+		}
+		if q.MaxBytes < 0 {
+			add(at+".max_bytes", "must not be negative (0 is 1 GiB), got %d", q.MaxBytes)
+		}
+		if q.MaxAge < 0 {
+			add(at+".max_age", "must not be negative (0 is 7 days), got %s", q.MaxAge)
+		}
+		switch q.Overflow {
+		case "", OverflowDropOldest, OverflowRejectNew:
+		default:
+			add(at+".overflow", "unknown policy %q (want drop_oldest or reject_new)", q.Overflow)
+		}
+	}
+	for i, x := range f.NATS {
+		at := fmt.Sprintf("forward.nats[%d]", i)
+		common(at, x.Name, x.Queue())
+		if err := checkNATSURLs(x.URL); err != nil {
+			add(at+".url", "%v", err)
+		}
+	}
+	for i, x := range f.Postgres {
+		at := fmt.Sprintf("forward.postgres[%d]", i)
+		common(at, x.Name, x.Queue())
+		if !hasScheme(x.URL, "postgres://", "postgresql://") && !strings.Contains(x.URL, "=") {
+			add(at+".url", "want postgres://user@host:port/db or a key=value DSN, got %q", x.URL)
+		}
+		if schema, table, ok := strings.Cut(x.Table, "."); !isSQLName(schema) || (ok && !isSQLName(table)) {
+			add(at+".table", "want table or schema.table of letters, digits and '_' (not first), got %q", x.Table)
+		}
+	}
+	for i, x := range f.MQTT {
+		at := fmt.Sprintf("forward.mqtt[%d]", i)
+		common(at, x.Name, x.Queue())
+		if !hasScheme(x.URL, "tcp://", "mqtt://", "tls://", "ssl://", "mqtts://", "ws://", "wss://") {
+			add(at+".url", "want tcp://host:port, mqtt://host:port, tls://host:port or ws(s)://, got %q", x.URL)
+		}
+		if x.Prefix == "" || strings.ContainsAny(x.Prefix, "+#") {
+			add(at+".prefix", "want a topic prefix without wildcards, such as pith/site1, got %q", x.Prefix)
+		}
+	}
+	for i, x := range f.HTTP {
+		at := fmt.Sprintf("forward.http[%d]", i)
+		common(at, x.Name, x.Queue())
+		if !hasScheme(x.URL, "http://", "https://") {
+			add(at+".url", "want http://host:port of the other Pith, got %q", x.URL)
+		}
+	}
+}
+
+func (c *Central) validate(add func(key, format string, args ...any)) {
+	if c.NATS == "" {
+		return
+	}
+	if err := checkNATSURLs(c.NATS); err != nil {
+		add("central.nats", "%v", err)
+	}
+	if len(c.Subjects) == 0 {
+		add("central.subjects", "no subjects to consume (want pith.*.samples)")
+	}
+	for i, s := range c.Subjects {
+		p := strings.Split(s, ".")
+		if len(p) != 3 || p[0] != "pith" || p[2] != "samples" || (p[1] != "*" && checkSegment(p[1]) != nil) {
+			add(fmt.Sprintf("central.subjects[%d]", i), "want pith.<site>.samples or pith.*.samples, got %q", s)
+		}
+	}
+	if c.Durable == "" || strings.ContainsAny(c.Durable, ".*> \t") {
+		add("central.durable", "want a consumer name without '.', '*', '>' or spaces, got %q", c.Durable)
+	}
+	if c.Workers < 1 || c.Workers > 64 {
+		add("central.workers", "want 1 to 64, got %d", c.Workers)
+	}
+}
+
+// checkNATSURLs accepts one or more comma-separated nats:// or tls:// URLs.
+func checkNATSURLs(s string) error {
+	for _, u := range strings.Split(s, ",") {
+		if !hasScheme(strings.TrimSpace(u), "nats://", "tls://") {
+			return fmt.Errorf("want nats://host:port, got %q", s)
+		}
+	}
+	return nil
+}
+
+// hasScheme reports whether u starts with one of schemes and has more.
+func hasScheme(u string, schemes ...string) bool {
+	for _, s := range schemes {
+		if strings.HasPrefix(u, s) && len(u) > len(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// isSQLName accepts plain SQL identifiers, which need no quoting.
+func isSQLName(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
