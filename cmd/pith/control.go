@@ -112,6 +112,8 @@ func (c *controlParts) mount(mux *http.ServeMux, db *store.DB, p *plant.Plant, l
 		h := c.alarms.Handler()
 		mux.Handle("/api/v1/alarms", h)
 		mux.Handle("/api/v1/alarms/", h)
+	} else {
+		mux.Handle("/api/v1/alarms", alarm.OffHandler())
 	}
 	if c.sched != nil {
 		h := c.sched.Handler()

@@ -82,6 +82,7 @@ func TestServeRoutes(t *testing.T) {
 		{"/metrics", "pith_"},
 		{"/-/healthy", ""},
 		{"/", "<html"},
+		{"/api/v1/alarms", `"enabled":false`}, // [alarms] off: the dashboard stops asking
 	}
 	for _, c := range checks {
 		code, body := do("GET", c.path, "", true)

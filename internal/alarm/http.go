@@ -30,6 +30,20 @@ func (e *Engine) Handler() http.Handler {
 	return mux
 }
 
+// OffHandler answers GET /api/v1/alarms when the alarm engine is off:
+// 200 {"enabled": false, "alarms": []}, so that the dashboard stops asking
+// without an error in the browser's console.
+func OffHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeErr(w, http.StatusMethodNotAllowed, "alarms are not enabled ([alarms] enabled = false)")
+			return
+		}
+		writeBody(w, http.StatusOK, map[string]any{"enabled": false, "alarms": []any{}})
+	})
+}
+
 func (e *Engine) handleList(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")

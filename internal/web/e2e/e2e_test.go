@@ -31,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/alarm"
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
@@ -158,6 +159,7 @@ func TestBrowser(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle("/api/v1/live", ws.LiveHandler())
 	mux.Handle("/api/v1/admin/freeze", freeze)
+	mux.Handle("/api/v1/alarms", alarm.OffHandler()) // as pith serve mounts it with [alarms] off
 	mux.Handle("/api/", apiSrv.Handler())
 	mux.Handle("/", ws.Handler())
 	srv := httptest.NewServer(mux)

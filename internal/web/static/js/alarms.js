@@ -21,6 +21,7 @@ export function alarmPanel(signal) {
     try {
       const r = await getJSON('/api/v1/alarms', null, signal);
       render(r.alarms || []);
+      if (r.enabled === false) return; // alarms are not enabled: stop asking
     } catch (e) {
       if (signal.aborted) return;
       panel.hidden = true;
