@@ -154,6 +154,7 @@ func withInputChains(wr writer, cfg *config.Config, db *store.DB, eng *process.E
 	if err != nil {
 		return nil, err
 	}
+	rc.Shift = push.Shift // a backfill moved a running total: the live chains follow
 	return processedWriter{writer: wr, push: push, rc: rc, log: log.With("part", "process"),
 		newest: &newest{db: db, t: make(map[string]int64)}}, nil
 }

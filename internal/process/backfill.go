@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -31,12 +32,19 @@ type Range struct{ From, To int64 }
 const DefaultLookback = time.Hour
 
 // Recomputer redoes, from the store, what depends on late samples: the
-// input chains of the late tags (every step's output over the range except
-// power_to_kwh, whose running total after the range cannot be fixed
-// locally; kwh_per_day is redone for every local day the range touches)
-// and the calculated tags that read them, transitively, in dependency
-// order. It is safe for concurrent use (calls are serialised).
+// input chains of the late tags (every step's output over the range;
+// kwh_per_day is redone for every local day the range touches; a
+// power_to_kwh running total is redone over the range from the stored
+// total before it, and every stored total after the range is moved by
+// the difference, as is the running total of the live chains through
+// Shift) and the calculated tags that read them, transitively, in
+// dependency order. It is safe for concurrent use (calls are serialised).
 type Recomputer struct {
+	// Shift, when set, is told how much a backfill moved a running total
+	// (power_to_kwh output tag, kWh), so that the live chains continue
+	// from the corrected total.
+	Shift func(tag string, delta float64)
+
 	read     Reader
 	write    Writer
 	interp   Interp
@@ -183,12 +191,13 @@ func (rc *Recomputer) chain(ctx context.Context, in config.Input, r Range, chang
 		return 0, err
 	}
 	from, to := r.From, r.To
-	skip := make(map[string]bool)
 	days := make(map[string][2]int64) // kwh_per_day tag -> first, last day start kept
-	for _, st := range ch.steps {
+	totals := make(map[string]*runningTotal) // power_to_kwh output tag -> its correction
+	for i := range ch.steps {
+		st := &ch.steps[i]
 		switch st.kind {
 		case kPowerToKWh:
-			skip[st.out] = true
+			totals[st.out] = &runningTotal{st: st}
 		case kKWhPerDay:
 			d0, _ := dayBounds(r.From, st.loc)
 			d1, end := dayBounds(r.To, st.loc)
@@ -202,19 +211,42 @@ func (rc *Recomputer) chain(ctx context.Context, in config.Input, r Range, chang
 	written := 0
 	var out, buf []store.Point
 	for a := from - rc.lookback; a < to+rc.lookback; a += recomputeWindow {
-		samples, err := rc.raw(in.Tag, a, min(a+recomputeWindow, to+rc.lookback), 0)
+		b := min(a+recomputeWindow, to+rc.lookback)
+		samples, err := rc.raw(in.Tag, a, b, 0)
 		if err != nil {
 			return written, err
+		}
+		for tag, rt := range totals {
+			// The stored totals of this window, read before its
+			// outputs overwrite them.
+			if rt.old, err = rc.raw(tag, a, b, 0); err != nil {
+				return written, err
+			}
 		}
 		for _, x := range samples {
 			if x.T > r.To && !after {
 				until, after = x.T, true
 			}
-			buf = ch.Push(x, buf[:0])
-			for _, p := range buf {
-				if skip[p.Tag] {
+			for tag, rt := range totals {
+				if rt.seeded {
 					continue
 				}
+				// The fresh chain continues the stored total in force
+				// at its first sample (0 when there is none: the live
+				// chain started from 0 too).
+				v, _, err := rc.lastAt(tag, x.T)
+				if err != nil {
+					return written, err
+				}
+				rt.st.total, rt.oldEnd, rt.seeded = v, v, true
+			}
+			buf = ch.Push(x, buf[:0])
+			for _, rt := range totals {
+				if rt.seeded && x.T <= until {
+					rt.newEnd, rt.end = rt.st.total, x.T
+				}
+			}
+			for _, p := range buf {
 				if d, ok := days[p.Tag]; ok {
 					if p.T >= d[0] && p.T <= d[1] {
 						out = append(out, p)
@@ -226,12 +258,97 @@ func (rc *Recomputer) chain(ctx context.Context, in config.Input, r Range, chang
 				}
 			}
 		}
+		for _, rt := range totals {
+			for _, o := range rt.old {
+				if rt.seeded && o.T <= rt.end {
+					rt.oldEnd = o.V // the stored total in force at end
+				}
+			}
+		}
 		out = dedupe(out)
 		if err := rc.put(ctx, out, changed); err != nil {
 			return written, err
 		}
 		written += len(out)
 		out = out[:0]
+	}
+	for tag, rt := range totals {
+		if !rt.seeded {
+			continue
+		}
+		n, err := rc.shiftAfter(ctx, tag, rt.end, rt.newEnd-rt.oldEnd, changed)
+		written += n
+		if err != nil {
+			return written, err
+		}
+	}
+	return written, nil
+}
+
+// runningTotal is the correction of one power_to_kwh output during a
+// recompute: the fresh chain starts from the stored total in force at its
+// first sample; at the last output the recompute writes (end), the
+// difference between the new total and the stored one in force there
+// (read before it was overwritten) moves every stored total after end.
+type runningTotal struct {
+	st             *step
+	seeded         bool
+	end            int64          // time of the last output written
+	oldEnd, newEnd float64        // total in force at end, stored before and recomputed
+	old            []store.Sample // the current window's stored totals, before the put
+}
+
+// lastReader is the store's bucketed query (*store.DB), which finds the
+// last value before a time from its rollups, however old.
+type lastReader interface {
+	Aggregate(tag string, from, to int64, n int, agg store.Agg) ([]store.Bucket, error)
+}
+
+// lastAt returns tag's stored value in force at t: the last at or before
+// it; none when the tag has no sample up to t.
+func (rc *Recomputer) lastAt(tag string, t int64) (float64, bool, error) {
+	if lr, ok := rc.read.(lastReader); ok {
+		b, err := lr.Aggregate(tag, 0, t+1, 1, store.AggLast)
+		if errors.Is(err, store.ErrUnknownTag) {
+			return 0, false, nil
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("read %q for recompute: %w", tag, err)
+		}
+		return b[0].V, b[0].OK, nil
+	}
+	s, err := rc.raw(tag, math.MinInt64, t+1, 0)
+	if err != nil || len(s) == 0 {
+		return 0, false, err
+	}
+	return s[len(s)-1].V, true, nil
+}
+
+// shiftAfter adds delta to every stored sample of tag after end, one
+// window at a time up to the newest, then tells Shift.
+func (rc *Recomputer) shiftAfter(ctx context.Context, tag string, end int64, delta float64, changed map[string]Range) (int, error) {
+	if delta == 0 {
+		return 0, nil
+	}
+	written := 0
+	var pts []store.Point
+	horizon := time.Now().Add(24 * time.Hour).UnixMilli()
+	for a := end + 1; a < horizon; a += recomputeWindow {
+		s, err := rc.raw(tag, a, min(a+recomputeWindow, horizon), 0)
+		if err != nil {
+			return written, err
+		}
+		pts = pts[:0]
+		for _, x := range s {
+			pts = append(pts, store.Point{Tag: tag, T: x.T, V: x.V + delta, Q: x.Q})
+		}
+		if err := rc.put(ctx, pts, changed); err != nil {
+			return written, err
+		}
+		written += len(pts)
+	}
+	if rc.Shift != nil {
+		rc.Shift(tag, delta)
 	}
 	return written, nil
 }

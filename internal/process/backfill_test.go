@@ -108,8 +108,73 @@ func TestRecomputeKWhPerDay(t *testing.T) {
 			t.Errorf("%s: got %v (%v), want %v", c.day.Format("2006-01-02"), got.V, ok, c.want)
 		}
 	}
-	if len(db["p.kwh"]) != len(kwhBefore) {
-		t.Errorf("power_to_kwh was rewritten: %d points, had %d", len(db["p.kwh"]), len(kwhBefore))
+	// The running total is redone over the late range (the trapezoid had
+	// spanned the hole, so nothing after it moves): 1.5 kWh an hour.
+	if len(db["p.kwh"]) != len(db["p"]) || len(kwhBefore) >= len(db["p.kwh"]) {
+		t.Errorf("power_to_kwh: %d points for %d inputs, had %d", len(db["p.kwh"]), len(db["p"]), len(kwhBefore))
+	}
+	for _, x := range db["p.kwh"] {
+		if want := 1.5 * float64(x.T-d0.UnixMilli()) / 3_600_000; math.Abs(x.V-want) > 1e-6 {
+			t.Fatalf("p.kwh at %d = %v, want %v", x.T, x.V, want)
+		}
+	}
+}
+
+// TestRecomputePowerToKWhShift: with max_gap the live chain integrated
+// nothing over a 6-hour hole; the backfill fills the hole, moves every
+// stored total after it by the missing energy, and the live chain
+// continues from the corrected total.
+func TestRecomputePowerToKWhShift(t *testing.T) {
+	in := []config.Input{{Tag: "p", Process: []config.ProcessStep{
+		{Scale: f64(0.001)}, {PowerToKWh: str("p.kwh"), MaxGap: config.Duration(5 * time.Minute)},
+	}}}
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	const hour = 3_600_000
+	lateFrom, lateTo := t0+9*hour, t0+15*hour
+	db := memStore{}
+	sink, err := NewSink(db, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var late []store.Point
+	end := t0 + 48*hour
+	for ms := t0; ms <= end; ms += 10_000 {
+		p := store.Point{Tag: "p", T: ms, V: 2000} // 2 kW
+		if ms > lateFrom && ms < lateTo {
+			late = append(late, p)
+			continue
+		}
+		if err := sink.Write(context.Background(), []store.Point{p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := db["p.kwh"][len(db["p.kwh"])-1]
+	if want := 2.0 * (48 - 6); math.Abs(last.V-want) > 1e-6 {
+		t.Fatalf("before the backfill the total is %v, want %v (the hole not integrated)", last.V, want)
+	}
+	if err := db.Write(context.Background(), late); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := NewRecomputer(in, nil, db, db, Linear, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Shift = sink.Shift
+	if _, err := rc.Recompute(context.Background(), map[string]Range{"p": {late[0].T, late[len(late)-1].T}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range db["p.kwh"] {
+		if want := 2.0 * float64(x.T-t0) / hour; math.Abs(x.V-want) > 1e-6 {
+			t.Fatalf("p.kwh at +%.3f h = %v, want %v", float64(x.T-t0)/hour, x.V, want)
+		}
+	}
+	// The live chain continues from the corrected total.
+	if err := sink.Write(context.Background(), []store.Point{{Tag: "p", T: end + 3_600_000 / 360, V: 2000}}); err != nil {
+		t.Fatal(err)
+	}
+	got := db["p.kwh"][len(db["p.kwh"])-1]
+	if want := 2.0 * float64(got.T-t0) / hour; math.Abs(got.V-want) > 1e-6 {
+		t.Errorf("live total after the backfill %v, want %v", got.V, want)
 	}
 }
 

@@ -322,3 +322,13 @@ func (c *Chain) kwhPerDay(st *step, prev store.Sample, has bool, cur store.Sampl
 	}
 	return out
 }
+
+// shift adds delta to the running total of the power_to_kwh steps that
+// write tag.
+func (c *Chain) shift(tag string, delta float64) {
+	for i := range c.steps {
+		if st := &c.steps[i]; st.kind == kPowerToKWh && st.out == tag {
+			st.total += delta
+		}
+	}
+}

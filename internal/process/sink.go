@@ -111,3 +111,13 @@ func (s *Sink) after(err error, written []store.Point) error {
 	}
 	return err
 }
+
+// Shift adds delta to the running total of every power_to_kwh step that
+// writes tag: a backfill moved the stored totals (Recomputer.Shift).
+func (s *Sink) Shift(tag string, delta float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ch := range s.chains {
+		ch.shift(tag, delta)
+	}
+}
