@@ -191,7 +191,7 @@ func (rc *Recomputer) chain(ctx context.Context, in config.Input, r Range, chang
 		return 0, err
 	}
 	from, to := r.From, r.To
-	days := make(map[string][2]int64) // kwh_per_day tag -> first, last day start kept
+	days := make(map[string][2]int64)        // kwh_per_day tag -> first, last day start kept
 	totals := make(map[string]*runningTotal) // power_to_kwh output tag -> its correction
 	for i := range ch.steps {
 		st := &ch.steps[i]

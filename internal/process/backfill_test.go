@@ -169,7 +169,7 @@ func TestRecomputePowerToKWhShift(t *testing.T) {
 		}
 	}
 	// The live chain continues from the corrected total.
-	if err := sink.Write(context.Background(), []store.Point{{Tag: "p", T: end + 3_600_000 / 360, V: 2000}}); err != nil {
+	if err := sink.Write(context.Background(), []store.Point{{Tag: "p", T: end + 3_600_000/360, V: 2000}}); err != nil {
 		t.Fatal(err)
 	}
 	got := db["p.kwh"][len(db["p.kwh"])-1]
