@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pith-historian/pith/internal/alarm"
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
+	"github.com/pith-historian/pith/internal/events"
 	"github.com/pith-historian/pith/internal/plant"
 	"github.com/pith-historian/pith/internal/rule"
 	"github.com/pith-historian/pith/internal/schedule"
@@ -28,6 +30,42 @@ type controlParts struct {
 	guard  *rule.Guard      // always: the write limits apply to API writes too
 	stops  []func()         // in start order
 	mu     sync.Mutex       // serializes reloads
+	events alarmEvents      // alarm transitions into the event collector, once it runs
+}
+
+// alarmEvents is the alarm notifier writing every transition into the
+// event collector as an event named pith.alarm.<raised|cleared|
+// acknowledged>, so that the alarm history is also in the events store
+// (its files and uploads). The collector starts after the alarms: until
+// it is bound, and after it is unbound at stop, transitions are only in
+// the alarm log.
+type alarmEvents struct {
+	col atomic.Pointer[events.Collector]
+}
+
+func (a *alarmEvents) Name() string { return "events" }
+
+func (a *alarmEvents) Notify(ctx context.Context, ev alarm.Event) error {
+	col := a.col.Load()
+	if col == nil {
+		return nil
+	}
+	e := events.Event{
+		ID: fmt.Sprintf("alarm-%d-%d", ev.T, ev.Seq), Time: ev.T, Name: "pith.alarm." + ev.Event,
+		Source: events.Source{Device: "pith"},
+		Str: map[string]string{"alarm": ev.Alarm, "state": ev.State, "type": ev.Kind, "severity": ev.Severity,
+			"message": ev.Message},
+	}
+	for k, v := range map[string]string{"tag": ev.Tag, "who": ev.Who} {
+		if v != "" {
+			e.Str[k] = v
+		}
+	}
+	if ev.Value != nil {
+		e.Num = map[string]float64{"value": *ev.Value}
+	}
+	_, _, err := col.Accept(ctx, []events.Event{e}, time.Now().UnixMilli())
+	return err
 }
 
 // startControl starts, in dependency order, the alarm engine (it reads
@@ -59,7 +97,11 @@ func startControl(ctx context.Context, cfg *config.Config, p *plant.Plant, log *
 	}
 	if cfg.Alarms.Enabled {
 		t := time.Now()
-		e, stop, err := alarm.Start(ctx, cfg, p.Table(), log.With("part", "alarms"))
+		var extra []alarm.Notifier
+		if cfg.Events.Enabled {
+			extra = append(extra, &c.events)
+		}
+		e, stop, err := alarm.Start(ctx, cfg, p.Table(), log.With("part", "alarms"), extra...)
 		if err != nil {
 			return nil, fmt.Errorf("start alarms: %w", err)
 		}

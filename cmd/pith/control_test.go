@@ -131,6 +131,14 @@ value = 1.0
 	if code, body := do("GET", "/api/v1/alarms?history=1&from=0", ""); code != 200 || !strings.Contains(body, `"event":"acknowledged"`) {
 		t.Fatalf("history: %d %s", code, body)
 	}
+	// Every transition is an event in the events store as well.
+	waitUntil("alarm transitions as events", func() bool {
+		_, body := do("GET", "/api/v1/events?name=pith.alarm.acknowledged", "")
+		return strings.Contains(body, `"alarm":"tank.high"`) && strings.Contains(body, `"who":"operator"`)
+	})
+	if _, body := do("GET", "/api/v1/events?name=pith.alarm.raised", ""); !strings.Contains(body, `"alarm":"tank.high"`) {
+		t.Errorf("raised event: %s", body)
+	}
 
 	// The schedule's tag is on.
 	waitUntil("schedule tag", func() bool {

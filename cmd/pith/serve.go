@@ -199,7 +199,11 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, ready func
 		if err != nil {
 			return err
 		}
-		defer ev.Close()
+		ctl.events.col.Store(ev) // alarm transitions become events too
+		defer func() {
+			ctl.events.col.Store(nil)
+			ev.Close()
+		}()
 		mux.Handle("/api/v1/events", ev.Handler())
 		mux.Handle("/api/v1/track", ev.Handler()) // Hamustro's clients
 		if cfg.Events.Secret != "" {

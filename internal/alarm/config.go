@@ -47,9 +47,10 @@ func Defs(c config.Alarms, stations []string) ([]Def, error) {
 }
 
 // Start builds the engine the configuration describes, with its log in
-// dataDir/alarms and its notifiers, and runs it until ctx ends. The
-// returned stop waits for it to end and closes what it opened.
-func Start(ctx context.Context, cfg *config.Config, tab Table, log *slog.Logger) (*Engine, func(), error) {
+// dataDir/alarms and its notifiers (those of the config, then extra), and
+// runs it until ctx ends. The returned stop waits for it to end and closes
+// what it opened.
+func Start(ctx context.Context, cfg *config.Config, tab Table, log *slog.Logger, extra ...Notifier) (*Engine, func(), error) {
 	c := cfg.Alarms
 	stations := make([]string, len(cfg.Modbus.Clients))
 	for i, s := range cfg.Modbus.Clients {
@@ -73,6 +74,7 @@ func Start(ctx context.Context, cfg *config.Config, tab Table, log *slog.Logger)
 		}
 		opts.Notifiers = append(opts.Notifiers, &Webhook{URL: w.URL, Header: h, Timeout: w.Timeout.Std(), Attempts: w.Attempts})
 	}
+	opts.Notifiers = append(opts.Notifiers, extra...)
 	ctx, cancel := context.WithCancel(ctx)
 	// The broker connection outlives the engine's context so that the
 	// notifier can deliver what is queued at stop.
