@@ -11,7 +11,6 @@ import (
 
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
-	"github.com/pith-historian/pith/internal/plant"
 	"github.com/pith-historian/pith/internal/store"
 )
 
@@ -28,25 +27,8 @@ func TestBackupEndpoint(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, cfg, newLogger("warn"), func(addr string, _ *plant.Plant) { addrc <- addr })
-	}()
-	var base string
-	select {
-	case a := <-addrc:
-		base = "http://" + a
-	case err := <-done:
-		t.Fatal(err)
-	}
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	ctx := context.Background()
+	base := startServe(t, ctx, cfg).URL
 	now := time.Now().UnixMilli()
 	req, _ := http.NewRequest("POST", base+"/api/v1/import", strings.NewReader("site.a,"+itoa(now)+",1.5\nsite.a,"+itoa(now+1000)+",2.5\n"))
 	req.Header.Set("Authorization", "Bearer "+admin)

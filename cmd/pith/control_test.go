@@ -11,7 +11,6 @@ import (
 
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
-	"github.com/pith-historian/pith/internal/plant"
 	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
 )
@@ -71,27 +70,8 @@ value = 1.0
 		t.Fatal(err)
 	}
 	reloaded.Rules = next.Rules
-	ctx, cancel := context.WithCancel(withConfigLoader(context.Background(), func() (*config.Config, error) { return &reloaded, nil }))
-	addrc := make(chan string, 1)
-	plantc := make(chan *plant.Plant, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, cfg, newLogger("warn"), func(addr string, p *plant.Plant) { plantc <- p; addrc <- addr })
-	}()
-	var base string
-	var p *plant.Plant
-	select {
-	case a := <-addrc:
-		base, p = "http://"+a, <-plantc
-	case err := <-done:
-		t.Fatal(err)
-	}
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	srv := startServe(t, withConfigLoader(context.Background(), func() (*config.Config, error) { return &reloaded, nil }), cfg)
+	base, p := srv.URL, srv.Plant
 	do := func(method, path, body string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))

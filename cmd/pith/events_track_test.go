@@ -14,7 +14,6 @@ import (
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/events"
-	"github.com/pith-historian/pith/internal/plant"
 )
 
 // TestServeTrack runs `pith serve` in-process with an API key and an
@@ -32,20 +31,7 @@ func TestServeTrack(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, cfg, newLogger("warn"), func(addr string, _ *plant.Plant) { addrc <- addr })
-	}()
-	var base string
-	select {
-	case a := <-addrc:
-		base = "http://" + a
-	case err := <-done:
-		t.Fatal(err)
-	}
+	base := startServe(t, context.Background(), cfg).URL
 	// The JSON form of a Hamustro collection; the session is
 	// md5("d1:c1:1.0:2.0").
 	body := `{"device_id":"d1","client_id":"c1","session":"SESSION","system_version":"1.0","product_version":"2.0",` +
@@ -83,10 +69,6 @@ func TestServeTrack(t *testing.T) {
 		if code, resp := do(tt.hdr); code != tt.code || !strings.Contains(resp, tt.want) {
 			t.Errorf("%s: %d %s, want %d %s", tt.name, code, resp, tt.code, tt.want)
 		}
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/pith-historian/pith/internal/config"
-	"github.com/pith-historian/pith/internal/plant"
 )
 
 // TestServeProcessing runs `pith serve` with an [[input]] chain and a
@@ -36,20 +35,7 @@ expr = "node1.kw * 1000"
 		t.Fatal(err)
 	}
 	cfg.Store.Dir = t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, cfg, newLogger("warn"), func(addr string, _ *plant.Plant) { addrc <- addr })
-	}()
-	var base string
-	select {
-	case a := <-addrc:
-		base = "http://" + a
-	case err := <-done:
-		t.Fatal(err)
-	}
+	base := startServe(t, context.Background(), cfg).URL
 	post := func(path, body string) {
 		t.Helper()
 		resp, err := http.Post(base+path, "text/plain", strings.NewReader(body))
@@ -114,9 +100,5 @@ expr = "node1.kw * 1000"
 	sum := raw("site.sum")
 	if len(sum) != 2 || sum[0][1] != 11 || sum[1][1] != 12 || int64(sum[0][0]) != ms+1000 {
 		t.Errorf("site.sum = %v, want 11 at %d and 12 at %d", sum, ms+1000, ms+2000)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
 	}
 }

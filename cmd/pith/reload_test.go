@@ -18,7 +18,6 @@ import (
 	"github.com/pith-historian/pith/internal/acq/modbus"
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
-	"github.com/pith-historian/pith/internal/plant"
 	"github.com/pith-historian/pith/internal/store"
 )
 
@@ -65,22 +64,8 @@ tags = [ { name = "plc.v", register = "holding:5", type = "uint16" } ]
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(withConfigLoader(context.Background(), func() (*config.Config, error) { return loadConfig(path, "", "") }))
-	defer cancel()
-	addrc := make(chan string, 1)
-	pc := make(chan *plant.Plant, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, cfg, newLogger("warn"), func(addr string, p *plant.Plant) { addrc <- addr; pc <- p })
-	}()
-	var url string
-	select {
-	case a := <-addrc:
-		url = "http://" + a
-	case err := <-done:
-		t.Fatal(err)
-	}
-	p := <-pc
+	srv := startServe(t, withConfigLoader(context.Background(), func() (*config.Config, error) { return loadConfig(path, "", "") }), cfg)
+	url, p := srv.URL, srv.Plant
 	do := func(method, path, key string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, url+path, nil)
@@ -123,8 +108,7 @@ tags = [ { name = "plc.v", register = "holding:5", type = "uint16" } ]
 	}
 	waitUntil(t, "key one accepted after SIGHUP", func() bool { c, _ := do("GET", "/api/v1/tags", key1); return c == 200 })
 
-	cancel()
-	if err := <-done; err != nil {
+	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -186,22 +170,8 @@ func TestReloadForwarders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(withConfigLoader(context.Background(), func() (*config.Config, error) { return loadConfig(path, "", "") }))
-	defer cancel()
-	addrc := make(chan string, 1)
-	pc := make(chan *plant.Plant, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, cfg, newLogger("warn"), func(addr string, p *plant.Plant) { addrc <- addr; pc <- p })
-	}()
-	var url string
-	select {
-	case a := <-addrc:
-		url = "http://" + a
-	case err := <-done:
-		t.Fatal(err)
-	}
-	p := <-pc
+	srv := startServe(t, withConfigLoader(context.Background(), func() (*config.Config, error) { return loadConfig(path, "", "") }), cfg)
+	url, p := srv.URL, srv.Plant
 	reload := func() {
 		t.Helper()
 		resp, err := http.Post(url+"/api/v1/admin/reload", "", nil)
@@ -247,8 +217,7 @@ func TestReloadForwarders(t *testing.T) {
 	if got := a.rows.Load(); got != 5 {
 		t.Errorf("first upstream got %d rows, want the 5 of its time", got)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,19 +28,8 @@ func TestServeRoutes(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, cfg, newLogger("warn"), func(addr string, _ *plant.Plant) { addrc <- addr })
-	}()
-	var base string
-	select {
-	case a := <-addrc:
-		base = "http://" + a
-	case err := <-done:
-		t.Fatal(err)
-	}
+	srv := startServe(t, context.Background(), cfg)
+	base := srv.URL
 	do := func(method, path, body string, key bool) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
@@ -90,10 +80,57 @@ func TestServeRoutes(t *testing.T) {
 			t.Errorf("GET %s: %d %.200s (want 200 containing %q)", c.path, code, body, c.want)
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := srv.Stop(); err != nil {
 		t.Fatalf("serve: %v", err)
 	}
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// testServer is `pith serve` running in-process for a test.
+type testServer struct {
+	URL   string // http://host:port
+	Plant *plant.Plant
+	stop  func() error
+}
+
+// startServe runs serve with cfg under ctx (a config loader in ctx makes
+// reloads work) and returns once it serves; the test fails when it does
+// not come up. The server stops at Stop or at the end of the test, which
+// then fails if serve returned an error.
+func startServe(t testing.TB, ctx context.Context, cfg *config.Config) *testServer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	type up struct {
+		addr string
+		p    *plant.Plant
+	}
+	upc := make(chan up, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, cfg, newLogger("warn"), func(addr string, p *plant.Plant) { upc <- up{addr, p} })
+	}()
+	s := &testServer{}
+	select {
+	case u := <-upc:
+		s.URL, s.Plant = "http://"+u.addr, u.p
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve: %v", err)
+	}
+	var once sync.Once
+	var err error
+	s.stop = func() error {
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
+	t.Cleanup(func() {
+		if err := s.stop(); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return s
+}
+
+// Stop stops the server and returns serve's error.
+func (s *testServer) Stop() error { return s.stop() }
