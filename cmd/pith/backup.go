@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/store"
 )
@@ -269,29 +270,29 @@ func newBackupHandler(db *store.DB, log *slog.Logger) http.Handler {
 func (h *backupHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeJSONError(w, http.StatusMethodNotAllowed, "use POST with {\"dest\": \"/absolute/dir\"}")
+		api.WriteError(w, http.StatusMethodNotAllowed, "use POST with {\"dest\": \"/absolute/dir\"}")
 		return
 	}
 	var req backupRequest
 	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("decode body: %v", err))
+		api.WriteError(w, http.StatusBadRequest, fmt.Sprintf("decode body: %v", err))
 		return
 	}
 	if req.Dest == "" || !filepath.IsAbs(req.Dest) {
-		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("dest %q: want an absolute directory path on the server", req.Dest))
+		api.WriteError(w, http.StatusBadRequest, fmt.Sprintf("dest %q: want an absolute directory path on the server", req.Dest))
 		return
 	}
 	if !h.running.TryLock() {
-		writeJSONError(w, http.StatusConflict, "a backup is already running")
+		api.WriteError(w, http.StatusConflict, "a backup is already running")
 		return
 	}
 	defer h.running.Unlock()
 	st, err := h.db.Backup(r.Context(), filepath.Clean(req.Dest))
 	if err != nil {
 		h.log.Error("backup", "dest", req.Dest, "err", err)
-		writeJSONError(w, http.StatusInternalServerError, err.Error())
+		api.WriteError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -161,12 +161,12 @@ func (r *reloader) watchSIGHUP(ctx context.Context) (stop func()) {
 func (r *reloader) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeJSONError(w, http.StatusMethodNotAllowed, "use POST")
+		api.WriteError(w, http.StatusMethodNotAllowed, "use POST")
 		return
 	}
 	res, err := r.reload()
 	if err != nil {
-		writeJSONError(w, http.StatusBadRequest, err.Error())
+		api.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	b := []byte(`{"reloaded":true,"acquisition_restarted":`)
@@ -180,10 +180,4 @@ func (r *reloader) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	b = append(b, "]}\n"...)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(b)
-}
-
-func writeJSONError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_, _ = w.Write(append(jsonenc.AppendString([]byte(`{"error":`), msg), "}\n"...))
 }

@@ -37,50 +37,50 @@ func OffHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			writeErr(w, http.StatusMethodNotAllowed, "alarms are not enabled ([alarms] enabled = false)")
+			api.WriteError(w, http.StatusMethodNotAllowed, "alarms are not enabled ([alarms] enabled = false)")
 			return
 		}
-		writeBody(w, http.StatusOK, map[string]any{"enabled": false, "alarms": []any{}})
+		api.WriteValue(w, http.StatusOK, map[string]any{"enabled": false, "alarms": []any{}})
 	})
 }
 
 func (e *Engine) handleList(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeErr(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
+		api.WriteError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
 		return
 	}
 	q := r.URL.Query()
 	if h := q.Get("history"); h == "" || h == "0" || h == "false" {
-		writeBody(w, http.StatusOK, map[string]any{"alarms": e.Current()})
+		api.WriteValue(w, http.StatusOK, map[string]any{"alarms": e.Current()})
 		return
 	}
 	from, err := msParam(q.Get("from"), math.MinInt64)
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "from: "+err.Error())
+		api.WriteError(w, http.StatusBadRequest, "from: "+err.Error())
 		return
 	}
 	to, err := msParam(q.Get("to"), math.MaxInt64)
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "to: "+err.Error())
+		api.WriteError(w, http.StatusBadRequest, "to: "+err.Error())
 		return
 	}
 	limit := defaultHistoryLimit
 	if s := q.Get("limit"); s != "" {
 		if limit, err = strconv.Atoi(s); err != nil || limit < 1 || limit > maxHistoryLimit {
-			writeErr(w, http.StatusBadRequest, fmt.Sprintf("limit: want 1 to %d", maxHistoryLimit))
+			api.WriteError(w, http.StatusBadRequest, fmt.Sprintf("limit: want 1 to %d", maxHistoryLimit))
 			return
 		}
 	}
 	evs, err := e.History(from, to, limit)
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, err.Error())
+		api.WriteError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	if evs == nil {
 		evs = []Event{}
 	}
-	writeBody(w, http.StatusOK, map[string]any{"events": evs})
+	api.WriteValue(w, http.StatusOK, map[string]any{"events": evs})
 }
 
 func msParam(s string, def int64) (int64, error) {
@@ -97,7 +97,7 @@ func msParam(s string, def int64) (int64, error) {
 func (e *Engine) handleAck(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		writeErr(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
+		api.WriteError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
 		return
 	}
 	var req struct {
@@ -106,7 +106,7 @@ func (e *Engine) handleAck(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(io.LimitReader(r.Body, maxAckBytes))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || req.ID == nil || *req.ID == "" {
-		writeErr(w, http.StatusBadRequest, `want {"id": "alarm name"}`)
+		api.WriteError(w, http.StatusBadRequest, `want {"id": "alarm name"}`)
 		return
 	}
 	who := api.KeyName(r.Context())
@@ -116,33 +116,15 @@ func (e *Engine) handleAck(w http.ResponseWriter, r *http.Request) {
 	st, err := e.Ack(*req.ID, who)
 	switch {
 	case errors.Is(err, ErrUnknownAlarm):
-		writeErr(w, http.StatusNotFound, err.Error())
+		api.WriteError(w, http.StatusNotFound, err.Error())
 		return
 	case errors.Is(err, ErrNothingToAck):
-		writeErr(w, http.StatusConflict, err.Error())
+		api.WriteError(w, http.StatusConflict, err.Error())
 		return
 	case err != nil:
 		// Acknowledged in memory but not logged: say so.
-		writeErr(w, http.StatusInternalServerError, err.Error())
+		api.WriteError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	writeBody(w, http.StatusOK, st)
-}
-
-func writeBody(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		writeErr(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
-
-func writeErr(w http.ResponseWriter, status int, msg string) {
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	api.WriteValue(w, http.StatusOK, st)
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"github.com/pith-historian/pith/internal/jsonenc"
 	"net/http"
 	"strconv"
@@ -43,6 +44,21 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body) // a client gone mid-answer is not our error
+}
+
+// WriteError sends {"error": msg} with status: the error answer of every
+// native endpoint, also for the handlers of other packages.
+func WriteError(w http.ResponseWriter, status int, msg string) { writeError(w, status, msg) }
+
+// WriteValue sends v encoded as JSON with status (500 when v does not
+// encode).
+func WriteValue(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, status, b)
 }
 
 // writeError sends {"error": msg}.

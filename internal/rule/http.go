@@ -26,15 +26,15 @@ func (e *Engine) Handler() http.Handler {
 	mux.HandleFunc("/api/v1/rules", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			writeErr(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
+			api.WriteError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
 			return
 		}
-		writeBody(w, http.StatusOK, map[string]any{"rules": e.Statuses()})
+		api.WriteValue(w, http.StatusOK, map[string]any{"rules": e.Statuses()})
 	})
 	mux.HandleFunc("/api/v1/rules/override", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")
-			writeErr(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
+			api.WriteError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
 			return
 		}
 		var req struct {
@@ -46,12 +46,12 @@ func (e *Engine) Handler() http.Handler {
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil || req.Rule == "" || req.Value == nil ||
 			math.IsNaN(*req.Value) || math.IsInf(*req.Value, 0) {
-			writeErr(w, http.StatusBadRequest, `want {"rule": NAME, "value": NUMBER, "for": "30m"}`)
+			api.WriteError(w, http.StatusBadRequest, `want {"rule": NAME, "value": NUMBER, "for": "30m"}`)
 			return
 		}
 		d, err := time.ParseDuration(req.For)
 		if err != nil || d <= 0 || d > maxOverride {
-			writeErr(w, http.StatusBadRequest, "for: want a duration from 1s to 168h, e.g. \"30m\"")
+			api.WriteError(w, http.StatusBadRequest, "for: want a duration from 1s to 168h, e.g. \"30m\"")
 			return
 		}
 		who := api.KeyName(r.Context())
@@ -66,41 +66,23 @@ func (e *Engine) Handler() http.Handler {
 			case errors.Is(err, api.ErrControlValue):
 				status = http.StatusBadRequest
 			}
-			writeErr(w, status, err.Error())
+			api.WriteError(w, status, err.Error())
 			return
 		}
-		writeBody(w, http.StatusOK, map[string]any{"rule": req.Rule, "value": *req.Value, "until": time.Now().Add(d).UnixMilli()})
+		api.WriteValue(w, http.StatusOK, map[string]any{"rule": req.Rule, "value": *req.Value, "until": time.Now().Add(d).UnixMilli()})
 	})
 	mux.HandleFunc("/api/v1/rules/override/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodDelete {
 			w.Header().Set("Allow", "DELETE")
-			writeErr(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
+			api.WriteError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
 			return
 		}
 		name := strings.TrimPrefix(r.URL.Path, "/api/v1/rules/override/")
 		if err := e.EndOverride(name); err != nil {
-			writeErr(w, http.StatusNotFound, err.Error())
+			api.WriteError(w, http.StatusNotFound, err.Error())
 			return
 		}
-		writeBody(w, http.StatusOK, map[string]any{"rule": name, "override": "ended"})
+		api.WriteValue(w, http.StatusOK, map[string]any{"rule": name, "override": "ended"})
 	})
 	return mux
-}
-
-func writeBody(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		writeErr(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
-
-func writeErr(w http.ResponseWriter, status int, msg string) {
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/pith-historian/pith/internal/api"
 )
 
 // maxBookingBytes bounds a booking request body.
@@ -20,42 +22,42 @@ func (e *Engine) Handler() http.Handler {
 	mux.HandleFunc("/api/v1/schedules", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			writeErr(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
+			api.WriteError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
 			return
 		}
-		writeBody(w, http.StatusOK, e.Info(e.clk.Now()))
+		api.WriteValue(w, http.StatusOK, e.Info(e.clk.Now()))
 	})
 	mux.HandleFunc("/api/v1/schedules/bookings", func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodGet, http.MethodHead:
-			writeBody(w, http.StatusOK, map[string]any{"bookings": e.Info(e.clk.Now()).Bookings})
+			api.WriteValue(w, http.StatusOK, map[string]any{"bookings": e.Info(e.clk.Now()).Bookings})
 		case http.MethodPost:
 			var b Booking
 			dec := json.NewDecoder(io.LimitReader(r.Body, maxBookingBytes))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&b); err != nil {
-				writeErr(w, http.StatusBadRequest, "decode booking: "+err.Error())
+				api.WriteError(w, http.StatusBadRequest, "decode booking: "+err.Error())
 				return
 			}
 			if b.ID != "" || b.Source != "" {
-				writeErr(w, http.StatusBadRequest, "id and source are set by the server")
+				api.WriteError(w, http.StatusBadRequest, "id and source are set by the server")
 				return
 			}
 			out, err := e.AddBooking(b)
 			if err != nil {
-				writeErr(w, http.StatusBadRequest, err.Error())
+				api.WriteError(w, http.StatusBadRequest, err.Error())
 				return
 			}
-			writeBody(w, http.StatusCreated, out)
+			api.WriteValue(w, http.StatusCreated, out)
 		default:
 			w.Header().Set("Allow", "GET, HEAD, POST")
-			writeErr(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
+			api.WriteError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
 		}
 	})
 	mux.HandleFunc("/api/v1/schedules/bookings/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodDelete {
 			w.Header().Set("Allow", "DELETE")
-			writeErr(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
+			api.WriteError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
 			return
 		}
 		id := strings.TrimPrefix(r.URL.Path, "/api/v1/schedules/bookings/")
@@ -64,28 +66,10 @@ func (e *Engine) Handler() http.Handler {
 			if errors.Is(err, ErrUnknownBooking) {
 				status = http.StatusNotFound
 			}
-			writeErr(w, status, err.Error())
+			api.WriteError(w, status, err.Error())
 			return
 		}
-		writeBody(w, http.StatusOK, map[string]any{"deleted": id})
+		api.WriteValue(w, http.StatusOK, map[string]any{"deleted": id})
 	})
 	return mux
-}
-
-func writeBody(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		writeErr(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
-
-func writeErr(w http.ResponseWriter, status int, msg string) {
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }
