@@ -105,28 +105,9 @@ func (db *DB) Delete(ctx context.Context, tag string, from, to int64) (int64, er
 
 	// Take a place in the commit order, as a write does: every earlier
 	// commit is applied before the delete runs, later ones wait for it.
-	key := db.nextTxn.Add(1)
-	db.orderMu.Lock()
-	pos, err := db.wal.Append(rec)
-	if err == nil {
-		db.inflight[key] = pos
-	}
-	prev := db.lastTicket
-	mine := make(chan struct{})
-	db.lastTicket = mine
-	db.orderMu.Unlock()
-	defer func() {
-		db.orderMu.Lock()
-		delete(db.inflight, key)
-		db.orderMu.Unlock()
-		close(mine)
-	}()
-	if err == nil {
-		db.stats.WALBytes.Add(int64(len(rec)))
-		err = db.wal.Sync(context.Background(), pos)
-	}
-	<-prev
-	if err := db.noteDisk(&db.nospace.wal, "writes", err); err != nil {
+	pos, done, err := db.appendOrdered(rec)
+	defer done()
+	if err != nil {
 		return 0, fmt.Errorf("delete: %w", err)
 	}
 	if err := ctx.Err(); err != nil {

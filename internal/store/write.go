@@ -75,6 +75,38 @@ func (db *DB) validatePoints(pts []Point) error {
 	return nil
 }
 
+// appendOrdered appends rec to the WAL and takes its place in the commit
+// order: it returns once rec is durable (or failed) and every earlier
+// commit has been applied. The caller applies rec, then calls done, which
+// lets later commits go on; done must be called on error too.
+func (db *DB) appendOrdered(rec []byte) (pos wal.Pos, done func(), err error) {
+	key := db.nextTxn.Add(1)
+	db.orderMu.Lock()
+	pos, err = db.wal.Append(rec)
+	if err == nil {
+		// Until applied, the record must survive WAL truncation.
+		db.inflight[key] = pos
+	}
+	prev := db.lastTicket
+	mine := make(chan struct{})
+	db.lastTicket = mine
+	db.orderMu.Unlock()
+	done = func() {
+		db.orderMu.Lock()
+		delete(db.inflight, key)
+		db.orderMu.Unlock()
+		close(mine)
+	}
+	if err == nil {
+		db.stats.WALBytes.Add(int64(len(rec)))
+		// Sync is not cancelled by the caller: a record that reached the WAL
+		// must also reach the head, or a restart would disagree with now.
+		err = db.wal.Sync(context.Background(), pos)
+	}
+	<-prev
+	return pos, done, db.noteDisk(&db.nospace.wal, "writes", err)
+}
+
 // commit appends rec (which commits itself), waits until it is durable and
 // applies it with apply, in WAL order relative to other commits.
 func (db *DB) commit(rec []byte, apply func() error) error {
@@ -87,31 +119,9 @@ func (db *DB) commit(rec []byte, apply func() error) error {
 	if err := db.headRoom(); err != nil {
 		return err
 	}
-	key := db.nextTxn.Add(1)
-	db.orderMu.Lock()
-	pos, err := db.wal.Append(rec)
-	if err == nil {
-		// Until applied, the record must survive WAL truncation.
-		db.inflight[key] = pos
-	}
-	prev := db.lastTicket
-	mine := make(chan struct{})
-	db.lastTicket = mine
-	db.orderMu.Unlock()
-	defer func() {
-		db.orderMu.Lock()
-		delete(db.inflight, key)
-		db.orderMu.Unlock()
-		close(mine)
-	}()
-	if err == nil {
-		db.stats.WALBytes.Add(int64(len(rec)))
-		// Sync is not cancelled by the caller: a record that reached the WAL
-		// must also reach the head, or a restart would disagree with now.
-		err = db.wal.Sync(context.Background(), pos)
-	}
-	<-prev
-	if err := db.noteDisk(&db.nospace.wal, "writes", err); err != nil {
+	_, done, err := db.appendOrdered(rec)
+	defer done()
+	if err != nil {
 		return fmt.Errorf("commit write: %w", err)
 	}
 	if err := apply(); err != nil {
