@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -71,25 +70,11 @@ type backupManifest struct {
 
 // The BACKUP file is encoded like MANIFEST: indented JSON, then a line
 // with the CRC-32C of the JSON bytes.
-func encodeBackupManifest(m *backupManifest) []byte {
-	buf, _ := json.MarshalIndent(m, "", " ")
-	return fmt.Appendf(buf, "\ncrc32c %08x\n", crc32.Checksum(buf, castagnoli))
-}
+func encodeBackupManifest(m *backupManifest) []byte { return encodeChecked(m) }
 
 func decodeBackupManifest(buf []byte) (*backupManifest, error) {
-	i := bytes.LastIndex(buf, []byte("\ncrc32c "))
-	if i < 0 {
-		return nil, errors.New("checksum line missing")
-	}
-	var crc uint32
-	if _, err := fmt.Sscanf(string(buf[i+1:]), "crc32c %08x\n", &crc); err != nil {
-		return nil, fmt.Errorf("checksum unreadable: %w", err)
-	}
-	if crc32.Checksum(buf[:i], castagnoli) != crc {
-		return nil, errors.New("checksum mismatch")
-	}
 	var m backupManifest
-	if err := json.Unmarshal(buf[:i], &m); err != nil {
+	if err := decodeChecked(buf, "", &m); err != nil {
 		return nil, err
 	}
 	return &m, nil

@@ -238,29 +238,40 @@ func (db *DB) loadManifest() (*manifest, error) {
 }
 
 // The manifest is JSON, for people, followed by a line with the CRC-32C
-// of the JSON in hex, so a changed digit is caught.
-func encodeManifest(m *manifest) []byte {
-	buf, _ := json.MarshalIndent(m, "", " ")
-	return fmt.Appendf(buf, "\ncrc32c %08x\n", crc32.Checksum(buf, castagnoli))
-}
+// of the JSON in hex, so a changed digit is caught. BACKUP is encoded the
+// same way (encodeChecked, decodeChecked).
+func encodeManifest(m *manifest) []byte { return encodeChecked(m) }
 
 func decodeManifest(buf []byte) (*manifest, error) {
-	i := bytes.LastIndex(buf, []byte("\ncrc32c "))
-	if i < 0 {
-		return nil, errors.New("manifest checksum missing")
-	}
-	var crc uint32
-	if _, err := fmt.Sscanf(string(buf[i+1:]), "crc32c %08x\n", &crc); err != nil {
-		return nil, fmt.Errorf("manifest checksum unreadable: %w", err)
-	}
-	if crc32.Checksum(buf[:i], castagnoli) != crc {
-		return nil, errors.New("manifest checksum mismatch")
-	}
 	var m manifest
-	if err := json.Unmarshal(buf[:i], &m); err != nil {
+	if err := decodeChecked(buf, "manifest ", &m); err != nil {
 		return nil, err
 	}
 	return &m, nil
+}
+
+// encodeChecked encodes v as indented JSON followed by a line with the
+// CRC-32C of the JSON bytes.
+func encodeChecked(v any) []byte {
+	buf, _ := json.MarshalIndent(v, "", " ")
+	return fmt.Appendf(buf, "\ncrc32c %08x\n", crc32.Checksum(buf, castagnoli))
+}
+
+// decodeChecked checks and decodes what encodeChecked wrote into v;
+// what prefixes the checksum errors ("manifest ").
+func decodeChecked(buf []byte, what string, v any) error {
+	i := bytes.LastIndex(buf, []byte("\ncrc32c "))
+	if i < 0 {
+		return errors.New(what + "checksum missing")
+	}
+	var crc uint32
+	if _, err := fmt.Sscanf(string(buf[i+1:]), "crc32c %08x\n", &crc); err != nil {
+		return fmt.Errorf("%schecksum unreadable: %w", what, err)
+	}
+	if crc32.Checksum(buf[:i], castagnoli) != crc {
+		return errors.New(what + "checksum mismatch")
+	}
+	return json.Unmarshal(buf[:i], v)
 }
 
 // openRuns opens the runs the manifest lists and removes files a crashed
