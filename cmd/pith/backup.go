@@ -34,8 +34,9 @@ type backupRequest struct {
 }
 
 // parseArgs parses flags that may come before or after the positional
-// arguments and returns the positional ones.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+// arguments, and wants exactly the positional arguments names (printing
+// the usage and "want A and B" otherwise).
+func parseArgs(fs *flag.FlagSet, args []string, names ...string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -43,10 +44,15 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 		args = fs.Args()
 		if len(args) == 0 {
-			return pos, nil
+			break
 		}
 		pos, args = append(pos, args[0]), args[1:]
 	}
+	if len(pos) != len(names) {
+		fs.Usage()
+		return nil, errors.New("want " + strings.Join(names, " and "))
+	}
+	return pos, nil
 }
 
 func runBackup(args []string) error {
@@ -65,13 +71,9 @@ func runBackup(args []string) error {
 			"changed. See docs/backup.md.\n\n", backupPath)
 		fs.PrintDefaults()
 	}
-	pos, err := parseArgs(fs, args)
+	pos, err := parseArgs(fs, args, "DEST")
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return errors.New("want DEST")
 	}
 	dest, err := filepath.Abs(pos[0])
 	if err != nil {
@@ -193,13 +195,9 @@ func runRestore(args []string) error {
 			"already holds a store is refused unless --force; other files in it are kept.\n\n")
 		fs.PrintDefaults()
 	}
-	pos, err := parseArgs(fs, args)
+	pos, err := parseArgs(fs, args, "SRC", "DATA_DIR")
 	if err != nil {
 		return err
-	}
-	if len(pos) != 2 {
-		fs.Usage()
-		return errors.New("want SRC and DATA_DIR")
 	}
 	st, err := store.Restore(pos[0], pos[1], store.RestoreOptions{Force: *force})
 	if err != nil {
@@ -217,13 +215,9 @@ func runVerify(args []string) error {
 			"and prints what is wrong. Exits 1 when anything is damaged or missing.\n\n")
 		fs.PrintDefaults()
 	}
-	pos, err := parseArgs(fs, args)
+	pos, err := parseArgs(fs, args, "DIR")
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return errors.New("want DIR")
 	}
 	rep, err := store.Verify(pos[0])
 	if err != nil {
