@@ -21,6 +21,49 @@ import (
 	"time"
 )
 
+// pithBin is the pith binary the crash tests build once per test run.
+var pithBin struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+// buildPith returns the path of a pith binary built from this package
+// (once per test process, shared by the tests that kill it); it skips the
+// test when the go command is missing.
+func buildPith(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go command is not in PATH; it is needed to build pith")
+	}
+	pithBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "pith-crash-bin-")
+		if err != nil {
+			pithBin.err = err
+			return
+		}
+		pithBin.path = filepath.Join(dir, "pith")
+		build := exec.Command(goBin, "build", "-o", pithBin.path, ".")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		pithBin.out, pithBin.err = build.CombinedOutput()
+	})
+	if pithBin.err != nil {
+		t.Fatalf("build pith: %v\n%s", pithBin.err, pithBin.out)
+	}
+	return pithBin.path
+}
+
+// TestMain removes the binary buildPith made.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if pithBin.path != "" {
+		os.RemoveAll(filepath.Dir(pithBin.path))
+	}
+	os.Exit(code)
+}
+
 // TestKillDuringImport builds the real pith binary, imports through the
 // HTTP API from several clients at once (small requests on the WAL path and
 // large ones of 120k rows on the store's bulk path), SIGKILLs the server at
@@ -42,17 +85,8 @@ func TestKillDuringImport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds pith and kills it repeatedly; skipped with -short")
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("the go command is not in PATH; it is needed to build pith")
-	}
+	bin := buildPith(t)
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "pith")
-	build := exec.Command(goBin, "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build pith: %v\n%s", err, out)
-	}
 	data := filepath.Join(tmp, "data")
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	st := &killState{}

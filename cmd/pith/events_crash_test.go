@@ -13,7 +13,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,17 +37,8 @@ func TestKillDuringEvents(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds pith and kills it repeatedly; skipped with -short")
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("the go command is not in PATH; it is needed to build pith")
-	}
+	bin := buildPith(t)
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "pith")
-	build := exec.Command(goBin, "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build pith: %v\n%s", err, out)
-	}
 	data := filepath.Join(tmp, "data")
 	configs := make([]string, 2)
 	for i, f := range [][2]string{{"ndjson", "gzip"}, {"csv", "zstd"}} {
@@ -114,7 +104,7 @@ func TestKillDuringEvents(t *testing.T) {
 	seen := map[string]int{}
 	root := filepath.Join(data, "events-collector", "events")
 	nfiles := 0
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
