@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pith-historian/pith/internal/store/vfs"
 	"github.com/pith-historian/pith/internal/store/wal"
 )
 
@@ -544,38 +545,7 @@ func crcFile(path string, n int64) (uint32, error) {
 }
 
 // writeAtomicOS is writeFileAtomic on the real filesystem.
-func writeAtomicOS(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDirOS(filepath.Dir(path))
-}
+func writeAtomicOS(path string, data []byte) error { return writeFileAtomic(vfs.OS{}, path, data) }
 
 // syncDirOS fsyncs a directory so that its entries survive a power cut.
-func syncDirOS(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory: %w", err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
-}
+func syncDirOS(dir string) error { return vfs.OS{}.SyncDir(dir) }
