@@ -20,6 +20,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/pith-historian/pith/internal/atomicfile"
 )
 
 // TLSOptions say how the API listener speaks TLS.
@@ -122,10 +124,10 @@ func autoCert(dir string, hosts []string, now time.Time, log *slog.Logger) (tls.
 	}
 	// The key goes first: a crash between the two writes then leaves a new
 	// key beside an old certificate, which fails to load and is remade.
-	if err := writeAtomic(keyPath, keyPEM, 0o600); err != nil {
+	if err := atomicfile.Write(keyPath, keyPEM, 0o600); err != nil {
 		return tls.Certificate{}, err
 	}
-	if err := writeAtomic(certPath, certPEM, 0o644); err != nil {
+	if err := atomicfile.Write(certPath, certPEM, 0o644); err != nil {
 		return tls.Certificate{}, err
 	}
 	cert, err = tls.X509KeyPair(certPEM, keyPEM)
@@ -190,41 +192,4 @@ func makeSelfSigned(hosts []string, now time.Time) (certPEM, keyPEM []byte, err 
 	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
 	return certPEM, keyPEM, nil
-}
-
-// writeAtomic writes data to path through a synced temporary file and a
-// rename, then syncs the directory, so path holds old or new bytes only.
-func writeAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/pith-historian/pith/internal/atomicfile"
 	"github.com/pith-historian/pith/internal/store/wal"
 )
 
@@ -208,7 +209,7 @@ func (q *Queue) poison(b Batch, cause error) {
 		q.log.Error("create poison dir", "err", err)
 		return
 	}
-	if err := writeAtomic(path, b.Payload); err != nil {
+	if err := atomicfile.Write(path, b.Payload, 0o644); err != nil {
 		q.log.Error("write poison batch", "batch", b.ID, "err", err)
 	}
 }
@@ -228,7 +229,7 @@ func (q *Queue) saveCursor(force bool) error {
 	b = binary.LittleEndian.AppendUint32(b, cur.Segment)
 	b = binary.LittleEndian.AppendUint64(b, uint64(cur.Offset))
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-	if err := writeAtomic(filepath.Join(q.dir, cursorFile), b); err != nil {
+	if err := atomicfile.Write(filepath.Join(q.dir, cursorFile), b, 0o644); err != nil {
 		return fmt.Errorf("write forward cursor: %w", err)
 	}
 	q.saved, q.savedTime = cur, time.Now()
@@ -258,39 +259,6 @@ func readCursor(path string) (wal.Pos, error) {
 		Segment: binary.LittleEndian.Uint32(b[4:]),
 		Offset:  int64(binary.LittleEndian.Uint64(b[8:])),
 	}, nil
-}
-
-// writeAtomic replaces path with data: temporary file, fsync, rename,
-// fsync of the directory.
-func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("create temporary file: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write temporary file: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync temporary file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close temporary file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename temporary file: %w", err)
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return fmt.Errorf("open dir: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir: %w", err)
-	}
-	return nil
 }
 
 // abort stops the queue as a crash would: no cursor is written, and the

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pith-historian/pith/internal/atomicfile"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/tag"
 )
@@ -339,36 +340,5 @@ func (e *Engine) saveLocked(bs []Booking) error {
 	if err != nil {
 		return fmt.Errorf("encode bookings: %w", err)
 	}
-	return writeAtomic(filepath.Join(e.dir, bookingsFile), append(data, '\n'))
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return fmt.Errorf("sync dir of %s: %w", path, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir of %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(filepath.Join(e.dir, bookingsFile), append(data, '\n'), 0o644)
 }
