@@ -193,6 +193,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, ready func
 	defer rl.watchSIGHUP(ctx)()
 	mux.Handle("/api/v1/admin/reload", rl)
 	defer closeWeb()
+	var evh http.Handler    // the event collector's, when on
 	var signed http.Handler // event posts signed with the shared secret skip the key check
 	if cfg.Events.Enabled {
 		ev, err := startEvents(cfg, p, log)
@@ -204,10 +205,11 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, ready func
 			ctl.events.col.Store(nil)
 			ev.Close()
 		}()
-		mux.Handle("/api/v1/events", ev.Handler())
-		mux.Handle("/api/v1/track", ev.Handler()) // Hamustro's clients
+		evh = ev.Handler()
+		mux.Handle("/api/v1/events", evh)
+		mux.Handle("/api/v1/track", evh) // Hamustro's clients
 		if cfg.Events.Secret != "" {
-			signed = ev.Handler()
+			signed = evh
 		}
 	}
 	var tlsCfg *tls.Config
@@ -234,11 +236,22 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, ready func
 		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout.Std(), ReadTimeout: cfg.HTTP.ReadTimeout.Std(),
 		IdleTimeout: cfg.HTTP.IdleTimeout.Std(), MaxHeaderBytes: cfg.HTTP.MaxHeaderBytes,
 	}
-	h := publicOr(auth.Wrap(limitRemote(limiter, mux)), limitRemote(limiter, mux), cfg.Display.Public)
-	if signed != nil {
-		h = signedOr(limitRemote(limiter, signed), h)
+	// chain puts the request counting, key checks and rate limits in
+	// front of a handler.
+	chain := func(inner http.Handler) http.Handler {
+		h := publicOr(auth.Wrap(limitRemote(limiter, inner)), limitRemote(limiter, inner), cfg.Display.Public)
+		if signed != nil {
+			h = signedOr(limitRemote(limiter, signed), h)
+		}
+		return col.CountRequests(h)
 	}
-	return api.ServeWith(ctx, ln, col.CountRequests(h), lim, tlsCfg, log)
+	if evh != nil {
+		// Event posts come by the tens of thousands a second: the light
+		// server takes them, through the same chain but straight to the
+		// collector's handler.
+		lim.LightPOST = map[string]http.Handler{"/api/v1/events": chain(evh), "/api/v1/track": chain(evh)}
+	}
+	return api.ServeWith(ctx, ln, chain(mux), lim, tlsCfg, log)
 }
 
 // signedOr sends event posts that carry a signature to signed, whose

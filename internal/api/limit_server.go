@@ -19,6 +19,12 @@ type ServerLimits struct {
 	WriteTimeout      time.Duration // writing the answer; 0 means none
 	IdleTimeout       time.Duration // a keep-alive connection left idle is closed after this
 	MaxHeaderBytes    int           // request line and headers; more gets 431
+	// LightPOST maps paths whose POSTs, on plain-HTTP connections, the
+	// light server of light.go answers instead of net/http (less work per
+	// request) to their handler, which must answer as the server's handler
+	// would (the same chain, short of the routing); nil serves everything
+	// with net/http.
+	LightPOST map[string]http.Handler
 }
 
 // DefaultServerLimits returns the limits Pith serves with. ReadTimeout is
@@ -68,6 +74,11 @@ func ServeWith(ctx context.Context, ln net.Listener, h http.Handler, lim ServerL
 		scheme = "https"
 		ln = tls.NewListener(ln, tlsCfg)
 	}
+	var light *lightListener
+	if tlsCfg == nil && len(lim.LightPOST) > 0 {
+		light = newLightListener(ln, lim, log)
+		ln = light
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("http server listening", "addr", ln.Addr().String(), "scheme", scheme)
@@ -80,6 +91,11 @@ func ServeWith(ctx context.Context, ln net.Listener, h http.Handler, lim ServerL
 	sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
 	defer cancel()
 	err := srv.Shutdown(sctx)
+	if light != nil {
+		// Shutdown closed the listener, which woke the idle light
+		// connections; the busy ones finish their request.
+		err = errors.Join(err, light.wait(sctx))
+	}
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		log.Warn("http server stopped with error", "err", serr)
 	}
