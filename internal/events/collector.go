@@ -2,7 +2,6 @@ package events
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/pith-historian/pith/internal/store/vfs"
 	"github.com/pith-historian/pith/internal/store/wal"
@@ -51,7 +52,7 @@ type Options struct {
 	MaxDedupIDs         int                                              // bound on remembered ids
 	RotateEvery         time.Duration                                    // sink file age limit
 	MaxFileBytes        int64                                            // sink file size limit (uncompressed); at most MaxQueueBytes/2
-	GzipLevel           int                                              // compress/gzip level of sink files (1 fastest .. 9 smallest)
+	GzipLevel           int                                              // gzip level of sink files (1 fastest .. 9 smallest)
 	Format              string                                           // sink file format: FormatNDJSON (default) or FormatCSV
 	Compression         string                                           // sink file compression: CompressGzip (default) or CompressZstd
 	Upload              Uploader                                         // when set, complete files are uploaded and then deleted locally
@@ -60,7 +61,7 @@ type Options struct {
 	RetryMin            time.Duration                                    // first sink retry delay
 	RetryMax            time.Duration                                    // longest sink retry delay
 	DrainTimeout        time.Duration                                    // Close gives up on a failing sink after it
-	RecentEvents        int                                              // size of the in-memory ring served by GET
+	RecentEvents        int                                              // events in the in-memory ring served by GET (fewer when their lines average over 512 bytes)
 	RetryAfter          time.Duration                                    // sent with 503
 	OnCounts            func(minute time.Time, counts map[string]uint64) // per-name counts of each minute; may be nil
 	Secret              []byte                                           // HMAC-SHA256 key for SignatureHeader; nil disables signatures
@@ -203,6 +204,12 @@ type Collector struct {
 
 	inflight atomic.Int64 // bytes of request bodies being read
 
+	// names holds the event names counted in the last complete minute,
+	// each mapped to itself, so that decoding a known name costs no
+	// allocation. Replaced whole by flushCounts; read without mu.
+	names   atomic.Pointer[map[string]string]
+	batches sync.Pool // *batch, reused across requests
+
 	backlogEvents atomic.Int64  // events acknowledged and not yet in a complete sink file
 	committedSeq  atomic.Uint64 // the cursor's Seq: files numbered up to it are recorded
 
@@ -307,14 +314,19 @@ func (c *Collector) rebuild() error {
 			if undelivered {
 				c.backlogEvents.Add(1)
 			}
-			var ev Event
+			// Only the id is needed; Unmarshal still checks the whole
+			// line. Assigned ids cannot be told from client ids here, so
+			// they are remembered too, until the window ends.
+			var ev struct {
+				ID string `json:"id"`
+			}
 			if err := json.Unmarshal(line, &ev); err != nil {
 				return fmt.Errorf("decode event at %v: %w", pos, err)
 			}
 			if arrival+window > now {
 				c.remember(ev.ID, pos, arrival+window)
 			}
-			c.recent.add(ev)
+			c.recent.add(bytes.TrimSuffix(line, []byte{'\n'}))
 			n++
 		}
 		return nil
@@ -343,12 +355,15 @@ func (c *Collector) remember(id string, pos wal.Pos, exp int64) {
 // answered as duplicates of a record that does not exist. The record may
 // still reach the sinks from memory: a retry then delivers it twice, the
 // at-least-once side of the trade.
-func (c *Collector) unremember(evs []Event, dupIdx map[int]bool, sigKey string, pos wal.Pos) {
+func (c *Collector) unremember(evs []canonEvent, dup []bool, sigKey string, pos wal.Pos) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := range evs {
-		if s, ok := c.seen[evs[i].ID]; ok && !dupIdx[i] && s.pos == pos {
-			delete(c.seen, evs[i].ID)
+		if evs[i].assigned || dup != nil && dup[i] {
+			continue
+		}
+		if s, ok := c.seen[evs[i].id]; ok && s.pos == pos {
+			delete(c.seen, evs[i].id)
 		}
 	}
 	if s, ok := c.seen[sigKey]; ok && sigKey != "" && s.pos == pos {
@@ -399,35 +414,59 @@ var (
 // the request. It returns ErrOverloaded or ErrClosed without storing
 // anything.
 func (c *Collector) Accept(ctx context.Context, evs []Event, arrival int64) (accepted, dups int, err error) {
-	return c.accept(ctx, evs, arrival, "")
+	b := c.getBatch()
+	defer c.putBatch(b)
+	b.addEvents(evs)
+	return c.accept(ctx, b, arrival, "")
 }
 
-// accept is Accept; a non-empty sigKey names a signed request, whose
-// repetition within the dedup window is answered as all duplicates
-// (a client's retry or an attacker's replay alike).
-func (c *Collector) accept(ctx context.Context, evs []Event, arrival int64, sigKey string) (accepted, dups int, err error) {
-	// Encode outside the lock; duplicates are cut out under it.
-	buf := make([]byte, recHeaderSize, recHeaderSize+len(evs)*128)
-	binary.LittleEndian.PutUint64(buf, uint64(arrival))
-	ends := make([]int, len(evs))
-	for i := range evs {
-		buf = AppendJSON(buf, &evs[i])
-		ends[i] = len(buf)
+// getBatch returns an empty batch, reused when one is free.
+func (c *Collector) getBatch() *batch {
+	b, ok := c.batches.Get().(*batch)
+	if !ok {
+		b = &batch{}
 	}
+	b.reset()
+	return b
+}
+
+// putBatch lets the next request reuse b, unless it grew large.
+func (c *Collector) putBatch(b *batch) {
+	if cap(b.buf) <= maxPooledBatch {
+		b.reset() // not to keep the request's strings alive
+		c.batches.Put(b)
+	}
+}
+
+// accept makes the events of b durable: it is Accept for a batch, the
+// one path of every event. The WAL record is b.buf minus the lines of
+// the duplicates, with the arrival time in its header. A non-empty
+// sigKey names a signed request, whose repetition within the dedup
+// window is answered as all duplicates (a client's retry or an
+// attacker's replay alike).
+func (c *Collector) accept(ctx context.Context, b *batch, arrival int64, sigKey string) (accepted, dups int, err error) {
+	evs := b.evs
+	binary.LittleEndian.PutUint64(b.buf, uint64(arrival))
 	exp := arrival + c.opts.DedupWindow.Milliseconds()
+	// Duplicates inside the request depend on nothing shared, so they
+	// are found before taking the lock.
+	dup := requestDups(evs)
+	// The record is a copy, made outside the lock, because b is reused
+	// once accept returns while the record stays in the queue until
+	// delivered; its exact size also keeps the queue's memory what
+	// queueBytes counts.
+	rec := bytes.Clone(b.buf)
 
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return 0, 0, ErrClosed
 	}
-	if c.queueBytes+int64(len(buf)) > c.opts.MaxQueueBytes && len(c.queue) > 0 {
+	if c.queueBytes+int64(len(b.buf)) > c.opts.MaxQueueBytes && len(c.queue) > 0 {
 		c.mu.Unlock()
 		return 0, 0, ErrOverloaded
 	}
 	var waitFor wal.Pos
-	rec := buf
-	var dupIdx map[int]bool
 	replayed := false
 	if sigKey != "" {
 		if s, ok := c.seen[sigKey]; ok && s.exp > arrival {
@@ -435,53 +474,41 @@ func (c *Collector) accept(ctx context.Context, evs []Event, arrival int64, sigK
 		}
 	}
 	for i := range evs {
-		if evs[i].assigned && !replayed {
-			continue
+		var s seenID
+		ok := false
+		if !evs[i].assigned {
+			s, ok = c.seen[evs[i].id]
 		}
-		s, ok := c.seen[evs[i].ID]
 		if !replayed && (!ok || s.exp <= arrival) {
 			continue
 		}
-		if dupIdx == nil {
-			dupIdx = map[int]bool{}
+		if dup == nil {
+			dup = make([]bool, len(evs))
 		}
-		dupIdx[i] = true
+		dup[i] = true
 		if ok && waitFor.Less(s.pos) {
 			waitFor = s.pos
 		}
 	}
-	// Duplicates inside the request itself.
-	var inReq map[string]bool
-	if len(evs) > 1 {
-		inReq = make(map[string]bool, len(evs))
-		for i := range evs {
-			if evs[i].assigned {
-				continue
-			}
-			if inReq[evs[i].ID] && !dupIdx[i] {
-				if dupIdx == nil {
-					dupIdx = map[int]bool{}
-				}
-				dupIdx[i] = true
-			}
-			inReq[evs[i].ID] = true
+	for i := range dup {
+		if dup[i] {
+			dups++
 		}
 	}
-	if len(dupIdx) > 0 {
-		rec = make([]byte, recHeaderSize, len(buf))
-		copy(rec, buf[:recHeaderSize])
-		start := recHeaderSize
-		for i := range evs {
-			if !dupIdx[i] {
-				rec = append(rec, buf[start:ends[i]]...)
-			}
-			start = ends[i]
-		}
-	}
-	dups = len(dupIdx)
 	accepted = len(evs) - dups
 	var pos wal.Pos
 	if accepted > 0 {
+		if dups > 0 {
+			// Cut the duplicates out of the copy.
+			n, start := recHeaderSize, recHeaderSize
+			for i := range evs {
+				if !dup[i] {
+					n += copy(rec[n:], b.buf[start:evs[i].end])
+				}
+				start = evs[i].end
+			}
+			rec = rec[:n]
+		}
 		var err error
 		pos, err = c.wal.Append(rec)
 		if err != nil {
@@ -497,18 +524,21 @@ func (c *Collector) accept(ctx context.Context, evs []Event, arrival int64, sigK
 			c.remember(sigKey, pos, arrival+max(c.opts.DedupWindow, 2*SignatureWindow).Milliseconds())
 		}
 		c.backlogEvents.Add(int64(accepted))
+		start := recHeaderSize
 		for i := range evs {
-			if dupIdx[i] {
+			line := b.buf[start : evs[i].end-1] // without its '\n'
+			start = evs[i].end
+			if dup != nil && dup[i] {
 				continue
 			}
 			if !evs[i].assigned {
-				c.remember(evs[i].ID, pos, exp)
+				c.remember(evs[i].id, pos, exp)
 			}
-			c.recent.add(evs[i])
+			c.recent.add(line)
 			// Counted by arrival into the open minute; the ticker hands
 			// a minute out within a second of its end, so an event may
 			// land in the minute before its arrival by up to a second.
-			c.counts[evs[i].Name]++
+			c.counts[evs[i].name]++
 		}
 	}
 	c.mu.Unlock()
@@ -521,7 +551,7 @@ func (c *Collector) accept(ctx context.Context, evs []Event, arrival int64, sigK
 	if waitFor != (wal.Pos{}) {
 		if err := c.wal.Sync(ctx, waitFor); err != nil {
 			if accepted > 0 && wal.IsNoSpace(err) {
-				c.unremember(evs, dupIdx, sigKey, pos)
+				c.unremember(evs, dup, sigKey, pos)
 			}
 			return 0, 0, fmt.Errorf("sync events: %w", err)
 		}
@@ -530,6 +560,59 @@ func (c *Collector) accept(ctx context.Context, evs []Event, arrival int64, sigK
 	c.stats.dups.Add(uint64(dups))
 	return accepted, dups, nil
 }
+
+// requestDups marks the events whose client id an earlier event of the
+// same request has; it returns nil when there are none.
+func requestDups(evs []canonEvent) []bool {
+	n := 0
+	for i := range evs {
+		if !evs[i].assigned {
+			n++
+		}
+	}
+	if n < 2 {
+		return nil
+	}
+	var dup []bool
+	mark := func(i int) {
+		if dup == nil {
+			dup = make([]bool, len(evs))
+		}
+		dup[i] = true
+	}
+	if n <= smallRequest {
+		// Comparing each id with the ones before it costs less than a
+		// map for a few ids.
+		for i := range evs {
+			if evs[i].assigned {
+				continue
+			}
+			for j := range i {
+				if !evs[j].assigned && evs[j].id == evs[i].id {
+					mark(i)
+					break
+				}
+			}
+		}
+		return dup
+	}
+	seen := make(map[string]struct{}, n)
+	for i := range evs {
+		if evs[i].assigned {
+			continue
+		}
+		if _, ok := seen[evs[i].id]; ok {
+			mark(i)
+			continue
+		}
+		seen[evs[i].id] = struct{}{}
+	}
+	return dup
+}
+
+// smallRequest is the count of client ids up to which requestDups
+// compares them pairwise rather than through a map.
+const smallRequest = 16
 
 // tickLoop hands out per-minute counts and forgets expired ids.
 func (c *Collector) tickLoop() {
@@ -574,6 +657,13 @@ func (c *Collector) flushCounts(final bool) {
 	counts, at := c.counts, c.countMin
 	c.counts, c.countMin = map[string]uint64{}, minute
 	c.mu.Unlock()
+	// The names of the minute that ended are most likely those of the
+	// next one. Built before OnCounts gets counts, which it may keep.
+	names := make(map[string]string, len(counts))
+	for k := range counts {
+		names[k] = k
+	}
+	c.names.Store(&names)
 	if c.opts.OnCounts != nil && len(counts) > 0 {
 		c.opts.OnCounts(time.UnixMilli(at).UTC(), counts)
 	}

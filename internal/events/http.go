@@ -1,6 +1,8 @@
 package events
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -48,8 +50,12 @@ func (c *Collector) servePost(w http.ResponseWriter, r *http.Request) {
 		// meets one in the dedup map.
 		return "\x00sig:" + sig, err
 	}
-	decode := func(raw []byte, now int64) ([]Event, error) {
-		return DecodeBytes(nil, raw, now, c.opts.MaxEventsPerRequest)
+	decode := func(raw []byte, now int64, b *batch) error {
+		var names map[string]string
+		if p := c.names.Load(); p != nil {
+			names = *p
+		}
+		return b.decode(raw, now, c.opts.MaxEventsPerRequest, names)
 	}
 	c.ingest(w, r, verify, decode)
 }
@@ -72,7 +78,7 @@ func (c *Collector) serveTrack(w http.ResponseWriter, r *http.Request) {
 		sig, err := verifyHamustro(c.opts.Secret, ts, sig, raw, now)
 		return "\x00ham:" + sig, err
 	}
-	decode := func(raw []byte, _ int64) ([]Event, error) {
+	decode := func(raw []byte, _ int64, b *batch) error {
 		var coll *hamCollection
 		var err error
 		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -82,24 +88,30 @@ func (c *Collector) serveTrack(w http.ResponseWriter, r *http.Request) {
 		case "application/json":
 			coll, err = decodeHamustroJSON(raw)
 		default:
-			return nil, errMediaType
+			return errMediaType
 		}
 		if err != nil {
-			return nil, &ValidationError{Msg: "decode collection: " + err.Error()}
+			return &ValidationError{Msg: "decode collection: " + err.Error()}
 		}
-		return coll.events(nil, c.opts.MaxEventsPerRequest)
+		evs, err := coll.events(nil, c.opts.MaxEventsPerRequest)
+		if err != nil {
+			return err
+		}
+		b.addEvents(evs)
+		return nil
 	}
 	c.ingest(w, r, verify, decode)
 }
 
 // ingest reads a request's body within the memory bounds, checks its
 // signature with verify (which returns the replay key of a signed
-// request, or "" for an unsigned one), decodes it with decode and
-// accepts the events, answering 200 {"accepted": N, "duplicates": D}
-// once they are durable (204 when the body holds no events).
+// request, or "" for an unsigned one), decodes it with decode into the
+// empty batch b and accepts the events, answering 200 {"accepted": N,
+// "duplicates": D} once they are durable (204 when the body holds no
+// events).
 func (c *Collector) ingest(w http.ResponseWriter, r *http.Request,
 	verify func(raw []byte, now time.Time) (string, error),
-	decode func(raw []byte, nowMS int64) ([]Event, error)) {
+	decode func(raw []byte, nowMS int64, b *batch) error) {
 	// Reserve memory for the body before reading it, so that many slow
 	// clients cannot make the collector hold more than MaxInflightBytes.
 	reserve := c.opts.MaxRequestBytes
@@ -119,8 +131,6 @@ func (c *Collector) ingest(w http.ResponseWriter, r *http.Request,
 		return
 	}
 	defer c.inflight.Add(-reserve)
-	// Events are decoded into a plain slice per request: the maps of an
-	// event escape into the WAL encoder and the ring.
 	// The body is read whole: the fast decoder and the signature both
 	// need it in one piece, and its size is already reserved.
 	body := http.MaxBytesReader(w, r.Body, reserve)
@@ -152,8 +162,9 @@ func (c *Collector) ingest(w http.ResponseWriter, r *http.Request,
 		writeError(w, http.StatusUnauthorized, err.Error(), -1)
 		return
 	}
-	evs, err := decode(raw, now)
-	if err != nil {
+	b := c.getBatch()
+	defer c.putBatch(b)
+	if err := decode(raw, now, b); err != nil {
 		c.stats.rejected.Add(1)
 		var ve *ValidationError
 		switch {
@@ -166,11 +177,11 @@ func (c *Collector) ingest(w http.ResponseWriter, r *http.Request,
 		}
 		return
 	}
-	if len(evs) == 0 {
+	if len(b.evs) == 0 {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	accepted, dups, err := c.accept(r.Context(), evs, now, sigKey)
+	accepted, dups, err := c.accept(r.Context(), b, now, sigKey)
 	switch {
 	case errors.Is(err, ErrOverloaded), errors.Is(err, ErrClosed):
 		c.overloaded(w)
@@ -185,14 +196,14 @@ func (c *Collector) ingest(w http.ResponseWriter, r *http.Request,
 		writeError(w, http.StatusInternalServerError, err.Error(), -1)
 		return
 	}
-	b := make([]byte, 0, 48)
-	b = append(b, `{"accepted":`...)
-	b = strconv.AppendInt(b, int64(accepted), 10)
-	b = append(b, `,"duplicates":`...)
-	b = strconv.AppendInt(b, int64(dups), 10)
-	b = append(b, "}\n"...)
+	resp := make([]byte, 0, 48)
+	resp = append(resp, `{"accepted":`...)
+	resp = strconv.AppendInt(resp, int64(accepted), 10)
+	resp = append(resp, `,"duplicates":`...)
+	resp = strconv.AppendInt(resp, int64(dups), 10)
+	resp = append(resp, "}\n"...)
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(b)
+	w.Write(resp)
 }
 
 // overloaded answers 503 with Retry-After.
@@ -233,20 +244,72 @@ func (c *Collector) Recent(q ListQuery) []Event {
 	if q.Limit <= 0 {
 		q.Limit = defaultListLimit
 	}
-	var out []Event
+	// The ring keeps canonical lines. Under the lock, the lines that may
+	// match are copied out (cheap byte checks leave most others behind);
+	// they are decoded after it, so that a GET never holds up a POST
+	// for the time of decoding thousands of lines.
+	var name, source []byte
+	if q.Name != "" {
+		name = append(append([]byte(`,"name":`), jsonenc.AppendString(nil, q.Name)...), `,"source":{`...)
+	}
+	if q.Source != "" {
+		source = jsonenc.AppendString(nil, q.Source)
+	}
+	var buf []byte
+	var ends []int
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.recent.each(func(ev *Event) bool {
+	c.recent.each(func(line []byte) bool {
+		if t, ok := lineTime(line); ok && (q.From != 0 && t < q.From || q.To != 0 && t >= q.To) {
+			return true
+		}
+		if name != nil && !bytes.Contains(line, name) || source != nil && !bytes.Contains(line, source) {
+			return true
+		}
+		buf = append(buf, line...)
+		ends = append(ends, len(buf))
+		return true
+	})
+	c.mu.Unlock()
+	var out []Event
+	start := 0
+	for _, end := range ends {
+		line := buf[start:end]
+		start = end
+		var ev Event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			c.log.Error("decode recent event", "err", err)
+			continue
+		}
 		switch {
 		case q.From != 0 && ev.Time < q.From, q.To != 0 && ev.Time >= q.To,
 			q.Name != "" && ev.Name != q.Name,
 			q.Source != "" && ev.Source.Device != q.Source && ev.Source.Client != q.Source && ev.Source.Session != q.Source:
-			return true
+			continue
 		}
-		out = append(out, *ev)
-		return len(out) < q.Limit
-	})
+		out = append(out, ev)
+		if len(out) == q.Limit {
+			break
+		}
+	}
 	return out
+}
+
+// lineTime returns the time of a canonical line without decoding it. The
+// line starts {"id":"...","time":; a '"' inside the id is escaped, so
+// the first `,"time":` is the key.
+func lineTime(line []byte) (int64, bool) {
+	const key = `,"time":`
+	i := bytes.Index(line, []byte(key))
+	if i < 0 {
+		return 0, false
+	}
+	digits := line[i+len(key):]
+	n := 0
+	for n < len(digits) && (digits[n] >= '0' && digits[n] <= '9' || n == 0 && digits[n] == '-') {
+		n++
+	}
+	t, err := strconv.ParseInt(string(digits[:n]), 10, 64)
+	return t, err == nil
 }
 
 // serveList answers GET /api/v1/events?from=&to=&name=&source=&limit=

