@@ -193,10 +193,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, ready func
 	defer rl.watchSIGHUP(ctx)()
 	mux.Handle("/api/v1/admin/reload", rl)
 	defer closeWeb()
-	var evh http.Handler    // the event collector's, when on
-	var signed http.Handler // event posts signed with the shared secret skip the key check
+	var ev *events.Collector // when on
+	var signed http.Handler  // event posts signed with the shared secret skip the key check
 	if cfg.Events.Enabled {
-		ev, err := startEvents(cfg, p, log)
+		ev, err = startEvents(cfg, p, log)
 		if err != nil {
 			return err
 		}
@@ -205,7 +205,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, ready func
 			ctl.events.col.Store(nil)
 			ev.Close()
 		}()
-		evh = ev.Handler()
+		evh := ev.Handler()
 		mux.Handle("/api/v1/events", evh)
 		mux.Handle("/api/v1/track", evh) // Hamustro's clients
 		if cfg.Events.Secret != "" {
@@ -245,11 +245,11 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, ready func
 		}
 		return col.CountRequests(h)
 	}
-	if evh != nil {
+	if ev != nil {
 		// Event posts come by the tens of thousands a second: the light
 		// server takes them, through the same chain but straight to the
-		// collector's handler.
-		lim.LightPOST = map[string]http.Handler{"/api/v1/events": chain(evh), "/api/v1/track": chain(evh)}
+		// collector's handlers.
+		lim.LightPOST = map[string]http.Handler{"/api/v1/events": chain(ev.PostHandler()), "/api/v1/track": chain(ev.TrackHandler())}
 	}
 	return api.ServeWith(ctx, ln, chain(mux), lim, tlsCfg, log)
 }

@@ -24,6 +24,7 @@ type canonEvent struct {
 // Batches are reused from one request to the next (Collector.batches),
 // so nothing may keep a reference into buf or evs once accept returned.
 type batch struct {
+	raw []byte       // the request body (and then the answer), reused
 	buf []byte       // recHeaderSize bytes for the arrival time, then one canonical line per event
 	evs []canonEvent // in request order
 	dec canonDecoder // scratch of decode
@@ -33,6 +34,14 @@ type batch struct {
 // that held a larger request is left to the GC, so that one big request
 // does not pin its memory in the pool.
 const maxPooledBatch = 256 << 10
+
+// body returns a buffer of n bytes for a request body.
+func (b *batch) body(n int) []byte {
+	if cap(b.raw) < n {
+		b.raw = make([]byte, n)
+	}
+	return b.raw[:n]
+}
 
 // reset empties b for the next request.
 func (b *batch) reset() {

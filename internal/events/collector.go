@@ -198,6 +198,7 @@ type Collector struct {
 	expHead    int
 	queue      []queued // appended, not yet delivered, in WAL order
 	queueBytes int64
+	sinceWake  int // record bytes appended since the sink was last woken
 	recent     ring
 	counts     map[string]uint64
 	countMin   int64 // the minute (Unix ms) counts are for
@@ -229,6 +230,10 @@ type Collector struct {
 		accepted, dups, rejected, overloaded, delivered, files, sinkErrors, uploaded, uploadErrors atomic.Uint64
 	}
 }
+
+// sinkWakeBytes is how many record bytes accept appends before it wakes
+// the sink loop, which otherwise delivers on its ticker.
+const sinkWakeBytes = 256 << 10
 
 // recHeaderSize is the bytes before the NDJSON lines in a WAL record: the
 // arrival time in Unix ms, little endian.
@@ -432,7 +437,7 @@ func (c *Collector) getBatch() *batch {
 
 // putBatch lets the next request reuse b, unless it grew large.
 func (c *Collector) putBatch(b *batch) {
-	if cap(b.buf) <= maxPooledBatch {
+	if cap(b.buf) <= maxPooledBatch && cap(b.raw) <= maxPooledBatch {
 		b.reset() // not to keep the request's strings alive
 		c.batches.Put(b)
 	}
@@ -541,8 +546,19 @@ func (c *Collector) accept(ctx context.Context, b *batch, arrival int64, sigKey 
 			c.counts[evs[i].name]++
 		}
 	}
-	c.mu.Unlock()
+	// The sink is woken once per sinkWakeBytes, not per request: the
+	// records are durable in the WAL already, and its ticker delivers
+	// the rest; waking it for every small request costs more than the
+	// delivery.
+	wake := false
 	if accepted > 0 {
+		c.sinceWake += len(rec)
+		if c.sinceWake >= sinkWakeBytes {
+			c.sinceWake, wake = 0, true
+		}
+	}
+	c.mu.Unlock()
+	if wake {
 		select {
 		case c.notify <- struct{}{}:
 		default:

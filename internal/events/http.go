@@ -34,6 +34,14 @@ func (c *Collector) Handler() http.Handler {
 	return mux
 }
 
+// PostHandler serves POST /api/v1/events alone, as Handler does; a
+// caller that routes by itself (Pith's light HTTP server) saves Handler's
+// routing.
+func (c *Collector) PostHandler() http.Handler { return http.HandlerFunc(c.servePost) }
+
+// TrackHandler serves POST /api/v1/track alone, as Handler does.
+func (c *Collector) TrackHandler() http.Handler { return http.HandlerFunc(c.serveTrack) }
+
 // servePost decodes, validates and accepts the events of one request,
 // answering 200 {"accepted": N, "duplicates": D} once they are durable.
 func (c *Collector) servePost(w http.ResponseWriter, r *http.Request) {
@@ -131,18 +139,20 @@ func (c *Collector) ingest(w http.ResponseWriter, r *http.Request,
 		return
 	}
 	defer c.inflight.Add(-reserve)
+	b := c.getBatch()
+	defer c.putBatch(b)
 	// The body is read whole: the fast decoder and the signature both
 	// need it in one piece, and its size is already reserved.
-	body := http.MaxBytesReader(w, r.Body, reserve)
 	var raw []byte
 	var err error
 	if r.ContentLength >= 0 {
-		// The length is known (and within reserve): one buffer, no
-		// regrowing. net/http ends the body after ContentLength bytes.
-		raw = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(body, raw)
+		// The length is known (and within reserve): one buffer, reused
+		// from request to request. net/http ends the body after
+		// ContentLength bytes.
+		raw = b.body(int(r.ContentLength))
+		_, err = io.ReadFull(r.Body, raw)
 	} else {
-		raw, err = io.ReadAll(body)
+		raw, err = io.ReadAll(http.MaxBytesReader(w, r.Body, reserve))
 	}
 	if err != nil {
 		c.stats.rejected.Add(1)
@@ -162,8 +172,6 @@ func (c *Collector) ingest(w http.ResponseWriter, r *http.Request,
 		writeError(w, http.StatusUnauthorized, err.Error(), -1)
 		return
 	}
-	b := c.getBatch()
-	defer c.putBatch(b)
 	if err := decode(raw, now, b); err != nil {
 		c.stats.rejected.Add(1)
 		var ve *ValidationError
@@ -196,15 +204,18 @@ func (c *Collector) ingest(w http.ResponseWriter, r *http.Request,
 		writeError(w, http.StatusInternalServerError, err.Error(), -1)
 		return
 	}
-	resp := make([]byte, 0, 48)
-	resp = append(resp, `{"accepted":`...)
+	resp := append(b.raw[:0], `{"accepted":`...)
 	resp = strconv.AppendInt(resp, int64(accepted), 10)
 	resp = append(resp, `,"duplicates":`...)
 	resp = strconv.AppendInt(resp, int64(dups), 10)
 	resp = append(resp, "}\n"...)
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	w.Write(resp)
 }
+
+// jsonContentType is the Content-Type header of the answers, shared (no
+// writer changes a header value it was given).
+var jsonContentType = []string{"application/json"}
 
 // overloaded answers 503 with Retry-After.
 func (c *Collector) overloaded(w http.ResponseWriter) {
