@@ -22,7 +22,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultSegmentSize      = 16 << 20         // bytes per WAL segment; delivered segments are deleted whole
-	DefaultMaxQueueBytes    = 16 << 20         // acknowledged, undelivered bytes held in memory
+	DefaultMaxQueueBytes    = 8 << 20          // acknowledged, undelivered bytes held in memory
 	DefaultMaxInflightBytes = 16 << 20         // request bodies being read at once
 	DefaultMaxRequestBytes  = 4 << 20          // one request body
 	DefaultMaxEvents        = 10000            // events in one request
@@ -129,10 +129,6 @@ func (o *Options) fill() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	// The queue frees a record only when the sink file holding it is
-	// complete, so a file must fit in the queue with room to spare, or
-	// the collector would answer 503 while waiting for a rotation.
-	o.MaxFileBytes = min(o.MaxFileBytes, o.MaxQueueBytes/2)
 }
 
 func setDefault[T int | int64 | time.Duration](p *T, d T) {
@@ -196,7 +192,8 @@ type Collector struct {
 	seen       map[string]seenID
 	expiry     []expiring // ids by arrival; expiry[expHead:] are live
 	expHead    int
-	queue      []queued // appended, not yet delivered, in WAL order
+	queue      []queued // appended, not yet written to the sink, in WAL order
+	spare      []queued // the sink loop's emptied queue, for reuse
 	queueBytes int64
 	sinceWake  int // record bytes appended since the sink was last woken
 	recent     ring
@@ -225,6 +222,10 @@ type Collector struct {
 	stop     chan struct{} // closed by Close
 	sinkDone chan struct{}
 	tickDone chan struct{}
+
+	// The sink loop's own state.
+	inFile lostRange // this run's queue records in the open sink file
+	lost   lostRange // records of a dropped file, to write again from the WAL
 
 	stats struct {
 		accepted, dups, rejected, overloaded, delivered, files, sinkErrors, uploaded, uploadErrors atomic.Uint64

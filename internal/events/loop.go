@@ -1,7 +1,8 @@
 package events
 
 import (
-	"slices"
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/pith-historian/pith/internal/store/wal"
@@ -9,15 +10,16 @@ import (
 
 // sinkLoop delivers WAL records to the file sink in order: first the
 // records a previous run left undelivered (read back from the WAL), then
-// the queue of records appended since. After each completed file it saves
-// the cursor, drops the delivered records from memory and deletes WAL
-// segments that hold only delivered records. A failure drops the open
-// file and retries from the cursor with exponential backoff. At Close it
-// drains the queue (for at most DrainTimeout) and returns.
+// the queue of records appended since, each leaving the queue (and
+// memory) as it is written to the open file. After each completed file
+// it saves the cursor and deletes WAL segments that hold only delivered
+// records. A failure drops the open file and retries with exponential
+// backoff, first writing again, read back from the WAL, the records the
+// dropped file held. At Close it drains the queue (for at most
+// DrainTimeout) and returns.
 func (c *Collector) sinkLoop() {
 	defer close(c.sinkDone)
 	replayed := false
-	sent := 0 // queue entries already in the open file
 	backoff := time.Duration(0)
 	var drainBy time.Time
 	tick := time.NewTicker(min(c.opts.RotateEvery/4+time.Millisecond, time.Second))
@@ -29,12 +31,14 @@ func (c *Collector) sinkLoop() {
 			err = c.deliverBacklog()
 			replayed = err == nil
 		}
+		if err == nil && c.lost.Valid {
+			err = c.deliverLost()
+		}
 		if err == nil {
-			sent, err = c.deliverQueue(sent, stopping)
+			err = c.deliverQueue(stopping)
 		}
 		if err != nil {
-			c.sink.abort()
-			sent = 0
+			c.abortFile()
 			c.stats.sinkErrors.Add(1)
 			backoff = min(max(backoff*2, c.opts.RetryMin), c.opts.RetryMax)
 			c.log.Error("deliver events; retrying", "err", err, "in", backoff)
@@ -75,6 +79,68 @@ func (c *Collector) sinkLoop() {
 	}
 }
 
+// lostRange is the records of this run that a dropped sink file held:
+// those after the cursor up to Last. They are no longer in the queue and
+// are read back from the WAL.
+type lostRange struct {
+	Valid bool
+	Last  wal.Pos
+}
+
+// abortFile drops the open sink file. The queue records it held (after
+// the cursor, up to the last one written) are to be written again.
+func (c *Collector) abortFile() {
+	if c.inFile.Valid && (!c.lost.Valid || c.lost.Last.Less(c.inFile.Last)) {
+		c.lost = c.inFile
+	}
+	c.inFile = lostRange{}
+	c.sink.abort()
+}
+
+// deliverLost writes again the records of a dropped file, read back from
+// the WAL, then forgets them.
+func (c *Collector) deliverLost() error {
+	last := c.lost.Last
+	after := wal.Pos{}
+	if c.sink.cursor.Valid {
+		after = c.sink.cursor.Pos
+	}
+	if !after.Less(last) {
+		c.lost = lostRange{} // delivered since (by the backlog's replay)
+		return nil
+	}
+	// The records reached the sink from memory, possibly before the
+	// committer wrote them: wait until it has. Records a full disk cut
+	// from the WAL were never acknowledged; what remains is read.
+	if err := c.wal.Sync(context.Background(), last); err != nil && !wal.IsNoSpace(err) {
+		return fmt.Errorf("read back events: %w", err)
+	}
+	err := c.wal.ReadWritten(after, last, func(pos wal.Pos, rec []byte) error {
+		_, err := c.writeRecord(pos, rec)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("read back events: %w", err)
+	}
+	c.lost = lostRange{}
+	return nil
+}
+
+// writeRecord writes one record to the open file (opening one when
+// none is) and completes the file when it is due. written says whether
+// the record reached the file: then a failure to complete it leaves the
+// record to the lost range, not to the caller.
+func (c *Collector) writeRecord(pos wal.Pos, rec []byte) (written bool, err error) {
+	if err := c.sink.write(pos, rec[recHeaderSize:], c.opts.Now()); err != nil {
+		return false, err
+	}
+	c.inFile = lostRange{Valid: true, Last: pos}
+	if c.sink.due(c.opts.Now()) {
+		return true, c.commit()
+	}
+	return true, nil
+}
+
 // stopCh returns the stop channel until stopping, then nil (a closed
 // channel would spin the select).
 func (c *Collector) stopCh(stopping bool) <-chan struct{} {
@@ -93,13 +159,8 @@ func (c *Collector) deliverBacklog() error {
 		if cur.Valid && !cur.Pos.Less(pos) {
 			return nil
 		}
-		if err := c.sink.write(pos, rec[recHeaderSize:], c.opts.Now()); err != nil {
-			return err
-		}
-		if c.sink.due(c.opts.Now()) {
-			return c.commit()
-		}
-		return nil
+		_, err := c.writeRecord(pos, rec)
+		return err
 	})
 	if err != nil {
 		return err
@@ -107,38 +168,51 @@ func (c *Collector) deliverBacklog() error {
 	return c.commit()
 }
 
-// deliverQueue writes the queue entries from index sent on, completes the
-// file when it is due (or when stopping) and returns the new count of
-// entries in the open file.
-func (c *Collector) deliverQueue(sent int, stopping bool) (int, error) {
-	c.mu.Lock()
-	// A copy, because commit shifts the queue's entries in place.
-	todo := slices.Clone(c.queue[sent:])
-	c.mu.Unlock()
-	for _, q := range todo {
-		if err := c.sink.write(q.pos, q.rec[recHeaderSize:], c.opts.Now()); err != nil {
-			return sent, err
+// deliverQueue writes the queued records to the open file, taking them
+// out of the queue, and completes the file when it is due (or when
+// stopping).
+func (c *Collector) deliverQueue(stopping bool) error {
+	for {
+		c.mu.Lock()
+		todo := c.queue
+		c.queue = c.spare[:0]
+		c.spare = nil
+		c.mu.Unlock()
+		if len(todo) == 0 {
+			c.spare = todo
+			break
 		}
-		sent++
-		if c.sink.due(c.opts.Now()) {
-			if err := c.commit(); err != nil {
-				return sent, err
+		var done int64 // bytes written
+		for i, q := range todo {
+			written, err := c.writeRecord(q.pos, q.rec)
+			if written {
+				done += int64(len(q.rec))
+				i++
 			}
-			sent = 0
+			if err != nil {
+				// What was not written goes back in front of the
+				// queue; what was is in the lost range now.
+				c.mu.Lock()
+				c.queue = append(todo[i:len(todo):len(todo)], c.queue...)
+				c.queueBytes -= done
+				c.mu.Unlock()
+				return err
+			}
 		}
+		c.mu.Lock()
+		c.queueBytes -= done
+		c.mu.Unlock()
+		clear(todo)
+		c.spare = todo[:0]
 	}
 	if stopping || c.sink.due(c.opts.Now()) {
-		if err := c.commit(); err != nil {
-			return sent, err
-		}
-		sent = 0
+		return c.commit()
 	}
-	return sent, nil
+	return nil
 }
 
-// commit completes the open file and then forgets what it delivered: the
-// queue entries up to the new cursor and the WAL segments before the
-// cursor's segment.
+// commit completes the open file, records the new cursor and deletes the
+// WAL segments before the cursor's segment.
 func (c *Collector) commit() error {
 	records, events := 0, 0
 	if c.sink.cur != nil {
@@ -148,6 +222,7 @@ func (c *Collector) commit() error {
 	if err != nil || final == "" {
 		return err
 	}
+	c.inFile = lostRange{}
 	c.committedSeq.Store(c.sink.cursor.Seq)
 	c.stats.files.Add(1)
 	c.stats.delivered.Add(uint64(records))
@@ -155,20 +230,7 @@ func (c *Collector) commit() error {
 	// that the backlog never dips.
 	c.addPending(final, events)
 	c.backlogEvents.Add(-int64(events))
-	cur := c.sink.cursor.Pos
-	c.mu.Lock()
-	n := 0
-	var freed int64
-	for n < len(c.queue) && !cur.Less(c.queue[n].pos) {
-		freed += int64(len(c.queue[n].rec))
-		n++
-	}
-	m := copy(c.queue, c.queue[n:])
-	clear(c.queue[m:])
-	c.queue = c.queue[:m]
-	c.queueBytes -= freed
-	c.mu.Unlock()
-	if err := c.wal.TruncateBefore(cur.Segment); err != nil {
+	if err := c.wal.TruncateBefore(c.sink.cursor.Pos.Segment); err != nil {
 		// The records are delivered; old segments only cost disk space
 		// and are removed at the next commit.
 		c.log.Warn("remove delivered wal segments", "err", err)
