@@ -22,7 +22,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultSegmentSize      = 16 << 20         // bytes per WAL segment; delivered segments are deleted whole
-	DefaultMaxQueueBytes    = 8 << 20          // acknowledged, undelivered bytes held in memory
+	DefaultMaxQueueBytes    = 8 << 20          // acknowledged bytes in memory not yet written to the sink
 	DefaultMaxInflightBytes = 16 << 20         // request bodies being read at once
 	DefaultMaxRequestBytes  = 4 << 20          // one request body
 	DefaultMaxEvents        = 10000            // events in one request
@@ -51,7 +51,7 @@ type Options struct {
 	DedupWindow         time.Duration                                    // duplicates by id within it are dropped
 	MaxDedupIDs         int                                              // bound on remembered ids
 	RotateEvery         time.Duration                                    // sink file age limit
-	MaxFileBytes        int64                                            // sink file size limit (uncompressed); at most MaxQueueBytes/2
+	MaxFileBytes        int64                                            // sink file size limit (uncompressed)
 	GzipLevel           int                                              // gzip level of sink files (1 fastest .. 9 smallest)
 	Format              string                                           // sink file format: FormatNDJSON (default) or FormatCSV
 	Compression         string                                           // sink file compression: CompressGzip (default) or CompressZstd
