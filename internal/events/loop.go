@@ -116,7 +116,7 @@ func (c *Collector) deliverLost() error {
 		return fmt.Errorf("read back events: %w", err)
 	}
 	err := c.wal.ReadWritten(after, last, func(pos wal.Pos, rec []byte) error {
-		_, err := c.writeRecord(pos, rec)
+		_, err := c.writeRecord(pos, rec, c.opts.Now())
 		return err
 	})
 	if err != nil {
@@ -130,12 +130,12 @@ func (c *Collector) deliverLost() error {
 // none is) and completes the file when it is due. written says whether
 // the record reached the file: then a failure to complete it leaves the
 // record to the lost range, not to the caller.
-func (c *Collector) writeRecord(pos wal.Pos, rec []byte) (written bool, err error) {
-	if err := c.sink.write(pos, rec[recHeaderSize:], c.opts.Now()); err != nil {
+func (c *Collector) writeRecord(pos wal.Pos, rec []byte, now time.Time) (written bool, err error) {
+	if err := c.sink.write(pos, rec[recHeaderSize:], now); err != nil {
 		return false, err
 	}
 	c.inFile = lostRange{Valid: true, Last: pos}
-	if c.sink.due(c.opts.Now()) {
+	if c.sink.due(now) {
 		return true, c.commit()
 	}
 	return true, nil
@@ -159,7 +159,7 @@ func (c *Collector) deliverBacklog() error {
 		if cur.Valid && !cur.Pos.Less(pos) {
 			return nil
 		}
-		_, err := c.writeRecord(pos, rec)
+		_, err := c.writeRecord(pos, rec, c.opts.Now())
 		return err
 	})
 	if err != nil {
@@ -182,9 +182,10 @@ func (c *Collector) deliverQueue(stopping bool) error {
 			c.spare = todo
 			break
 		}
-		var done int64 // bytes written
+		var done int64      // bytes written
+		now := c.opts.Now() // the records came within the last tick
 		for i, q := range todo {
-			written, err := c.writeRecord(q.pos, q.rec)
+			written, err := c.writeRecord(q.pos, q.rec, now)
 			if written {
 				done += int64(len(q.rec))
 				i++
