@@ -173,6 +173,14 @@ type lightConn struct {
 	idle   atomic.Bool   // waiting for the next request
 	tmpl   *http.Request // what every request starts from
 
+	// The request and its parts, reused from request to request: the
+	// handlers keep none of them after they return.
+	req  http.Request
+	url  url.URL
+	hdr  http.Header
+	vals []string
+	body lightBody
+
 	// Reused from request to request.
 	w   lightResponse
 	out []byte
@@ -245,7 +253,8 @@ func (lc *lightConn) serve() {
 		if lim.ReadTimeout > 0 && int64(lc.br.Buffered()) < req.ContentLength {
 			lc.c.SetReadDeadline(start.Add(lim.ReadTimeout))
 		}
-		body := &lightBody{br: lc.br, n: req.ContentLength}
+		body := &lc.body
+		*body = lightBody{br: lc.br, n: req.ContentLength}
 		req.Body = body
 		keep := lc.answer(h, req, closeAfter)
 		if !keep {
@@ -351,8 +360,16 @@ func (lc *lightConn) parse(start time.Time, first bool) (h http.Handler, req *ht
 	fields := head[eol+2:]
 	all := string(fields)
 	n := bytes.Count(fields, []byte("\r\n"))
-	vals := make([]string, n)
-	hdr := make(http.Header, n)
+	if cap(lc.vals) < n {
+		lc.vals = make([]string, n)
+	}
+	vals := lc.vals[:n]
+	clear(vals)
+	if lc.hdr == nil {
+		lc.hdr = make(http.Header, n)
+	}
+	hdr := lc.hdr
+	clear(hdr)
 	var host string
 	contentLength := int64(-1)
 	hosts := 0
@@ -414,10 +431,11 @@ func (lc *lightConn) parse(start time.Time, first bool) (h http.Handler, req *ht
 	if hosts != 1 || contentLength < 0 {
 		return nil, nil, no, false
 	}
-	req = new(http.Request)
+	req = &lc.req
 	*req = *lc.tmpl
 	path := lc.l.lightPath(target)
-	req.URL, req.RequestURI = &url.URL{Path: path}, path
+	lc.url = url.URL{Path: path}
+	req.URL, req.RequestURI = &lc.url, path
 	req.Header, req.ContentLength, req.Host, req.Close = hdr, contentLength, host, closeAfter
 	return h, req, hdrLen, closeAfter
 }
@@ -557,11 +575,12 @@ func (w *lightResponse) appendTo(b []byte, closeAfter bool) []byte {
 	b = append(b, ' ')
 	b = append(b, http.StatusText(w.code)...)
 	b = append(b, "\r\n"...)
-	w.hdr.Del("Content-Length")
-	w.hdr.Del("Connection")
-	w.hdr.Del("Transfer-Encoding")
+	// The keys are canonical: the map is used directly.
+	delete(w.hdr, "Content-Length")
+	delete(w.hdr, "Connection")
+	delete(w.hdr, "Transfer-Encoding")
 	if bodyAllowed(w.code) {
-		if len(w.body) > 0 && w.hdr.Get("Content-Type") == "" {
+		if len(w.body) > 0 && len(w.hdr["Content-Type"]) == 0 {
 			w.hdr.Set("Content-Type", http.DetectContentType(w.body))
 		}
 		b = append(b, "Content-Length: "...)

@@ -268,3 +268,57 @@ func FuzzLight(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkLight measures one keep-alive request and answer through the
+// light server, and through net/http, with a handler that reads the body
+// and answers a few bytes (as the event collector does); the client is a
+// raw connection, so allocs/op are the server's.
+//
+// Run with: go test -run '^$' -bench Light -benchtime 2s ./internal/api/
+func BenchmarkLight(b *testing.B) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header()["Content-Type"] = []string{"application/json"}
+		w.Write([]byte(`{"accepted":1,"duplicates":0}` + "\n"))
+	})
+	for _, light := range []bool{false, true} {
+		b.Run(fmt.Sprintf("light=%v", light), func(b *testing.B) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			lim := DefaultServerLimits()
+			if light {
+				lim.LightPOST = map[string]http.Handler{"/api/v1/events": h}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- ServeWith(ctx, ln, h, lim, nil, nil) }()
+			defer func() { cancel(); <-done }()
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			body := `{"name":"app.click","source":{"device":"dev-0042"},"num":{"x":12}}`
+			req := []byte(fmt.Sprintf("POST /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
+			br := bufio.NewReader(c)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Write(req); err != nil {
+					b.Fatal(err)
+				}
+				// The answer ends with the body's newline.
+				for {
+					line, err := br.ReadSlice('\n')
+					if err != nil {
+						b.Fatal(err)
+					}
+					if bytes.HasPrefix(line, []byte(`{"accepted"`)) {
+						break
+					}
+				}
+			}
+		})
+	}
+}

@@ -22,8 +22,9 @@ type ServerLimits struct {
 	// LightPOST maps paths whose POSTs, on plain-HTTP connections, the
 	// light server of light.go answers instead of net/http (less work per
 	// request) to their handler, which must answer as the server's handler
-	// would (the same chain, short of the routing); nil serves everything
-	// with net/http.
+	// would (the same chain, short of the routing) and keep nothing of the
+	// request after it returns (the light server reuses it); nil serves
+	// everything with net/http.
 	LightPOST map[string]http.Handler
 }
 
