@@ -171,6 +171,7 @@ type lightConn struct {
 	br     *bufio.Reader
 	remote string
 	idle   atomic.Bool   // waiting for the next request
+	last   time.Time     // when the last request began
 	tmpl   *http.Request // what every request starts from
 
 	// The request and its parts, reused from request to request: the
@@ -199,8 +200,9 @@ func (lc *lightConn) serve() {
 			lc.c.Close()
 		}
 	}()
-	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), http.LocalAddrContextKey, lc.c.LocalAddr()))
-	defer cancel()
+	// No cancellation: the light paths' handlers are short (an fsync at
+	// most), and a context that is never done costs waiters no select.
+	ctx := context.WithValue(context.Background(), http.LocalAddrContextKey, lc.c.LocalAddr())
 	// Each request is a copy of this one, which carries the context.
 	lc.tmpl = (&http.Request{Method: http.MethodPost, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		RemoteAddr: lc.remote}).WithContext(ctx)
@@ -216,7 +218,12 @@ func (lc *lightConn) serve() {
 		// The deadline is set before the idle mark: Close sets a past
 		// deadline on idle connections, which must not be overwritten.
 		if wait > 0 {
-			lc.c.SetReadDeadline(time.Now().Add(wait))
+			// From the start of the last request: the clock is read
+			// once per request.
+			if first {
+				lc.last = time.Now()
+			}
+			lc.c.SetReadDeadline(lc.last.Add(wait))
 		}
 		lc.idle.Store(true)
 		if lc.l.closed.Load() {
@@ -242,6 +249,7 @@ func (lc *lightConn) serve() {
 		}
 		lc.idle.Store(false)
 		start := time.Now()
+		lc.last = start
 		h, req, hdrLen, closeAfter := lc.parse(start, first)
 		first = false
 		if h == nil {
@@ -494,7 +502,7 @@ func (lc *lightConn) answer(h http.Handler, req *http.Request, closeAfter bool) 
 	if b := req.Body.(*lightBody); b.n > maxLightDiscard || lc.l.closed.Load() {
 		closeAfter = true // as net/http: too much left to skip, or shutting down
 	}
-	lc.out = w.appendTo(lc.out[:0], closeAfter)
+	lc.out = w.appendTo(lc.out[:0], lc.last, closeAfter)
 	if lc.l.lim.WriteTimeout > 0 {
 		lc.c.SetWriteDeadline(time.Now().Add(lc.l.lim.WriteTimeout))
 	}
@@ -568,8 +576,8 @@ func bodyAllowed(code int) bool {
 	return code != http.StatusNoContent && code != http.StatusNotModified
 }
 
-// appendTo appends the status line, headers and body.
-func (w *lightResponse) appendTo(b []byte, closeAfter bool) []byte {
+// appendTo appends the status line, headers (Date: now) and body.
+func (w *lightResponse) appendTo(b []byte, now time.Time, closeAfter bool) []byte {
 	b = append(b, "HTTP/1.1 "...)
 	b = strconv.AppendInt(b, int64(w.code), 10)
 	b = append(b, ' ')
@@ -589,7 +597,7 @@ func (w *lightResponse) appendTo(b []byte, closeAfter bool) []byte {
 	}
 	if _, ok := w.hdr["Date"]; !ok {
 		b = append(b, "Date: "...)
-		b = appendDate(b)
+		b = appendDate(b, now)
 		b = append(b, "\r\n"...)
 	}
 	if closeAfter {
@@ -618,8 +626,7 @@ type cachedDate struct {
 	s   []byte
 }
 
-func appendDate(b []byte) []byte {
-	now := time.Now()
+func appendDate(b []byte, now time.Time) []byte {
 	d := dateCache.Load()
 	if d == nil || d.sec != now.Unix() {
 		d = &cachedDate{sec: now.Unix(), s: now.UTC().AppendFormat(nil, http.TimeFormat)}

@@ -371,10 +371,14 @@ func (w *WAL) Sync(ctx context.Context, pos Pos) error {
 		ch := w.round
 		w.mu.Unlock()
 		w.wake()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
+		if done := ctx.Done(); done == nil {
+			<-ch // a context never done: no select
+		} else {
+			select {
+			case <-ch:
+			case <-done:
+				return ctx.Err()
+			}
 		}
 	}
 }
@@ -418,10 +422,14 @@ func (w *WAL) waitFor(ctx context.Context, check func() (bool, error)) error {
 		ch := w.round
 		w.mu.Unlock()
 		w.wake()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
+		if done := ctx.Done(); done == nil {
+			<-ch // a context never done: no select
+		} else {
+			select {
+			case <-ch:
+			case <-done:
+				return ctx.Err()
+			}
 		}
 	}
 }
