@@ -17,7 +17,7 @@ import (
 
 // echoHandler answers what it was asked, so that the light server and
 // net/http can be compared by their answers. X-Light says which served.
-func echoHandler(slow chan struct{}) http.Handler {
+func echoHandler(slow, started chan struct{}) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := w.(*lightResponse); ok {
 			w.Header().Set("X-Light", "1")
@@ -32,6 +32,7 @@ func echoHandler(slow chan struct{}) http.Handler {
 			w.Write([]byte("did not read\n"))
 			return
 		case "/slow":
+			close(started)
 			<-slow
 		}
 		body, err := io.ReadAll(r.Body)
@@ -56,13 +57,13 @@ func echoHandler(slow chan struct{}) http.Handler {
 
 // startLight serves echoHandler on loopback, with the light server for
 // POST /light, /panic, /204, /noread and /slow when light is set.
-func startLight(t testing.TB, light bool, slow chan struct{}) (addr string, stop func() error) {
+func startLight(t testing.TB, light bool, slow, started chan struct{}) (addr string, stop func() error) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := echoHandler(slow)
+	h := echoHandler(slow, started)
 	lim := DefaultServerLimits()
 	if light {
 		lim.LightPOST = map[string]http.Handler{}
@@ -127,8 +128,8 @@ func withoutLight(answers []string) []string {
 }
 
 func TestLightAnswersAsNetHTTP(t *testing.T) {
-	lightAddr, _ := startLight(t, true, nil)
-	plainAddr, _ := startLight(t, false, nil)
+	lightAddr, _ := startLight(t, true, nil, nil)
+	plainAddr, _ := startLight(t, false, nil, nil)
 	post := func(path, body string, extra ...string) string {
 		return "POST " + path + " HTTP/1.1\r\nHost: pith\r\nContent-Type: application/json\r\n" +
 			strings.Join(extra, "") + fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body)) + body
@@ -192,8 +193,8 @@ func TestLightAnswersAsNetHTTP(t *testing.T) {
 // TestLightShutdown checks that stopping the server closes idle light
 // connections at once and lets a request in progress finish first.
 func TestLightShutdown(t *testing.T) {
-	slow := make(chan struct{})
-	addr, stop := startLight(t, true, slow)
+	slow, started := make(chan struct{}), make(chan struct{})
+	addr, stop := startLight(t, true, slow, started)
 	idle, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +216,7 @@ func TestLightShutdown(t *testing.T) {
 	defer busy.Close()
 	busy.SetDeadline(time.Now().Add(10 * time.Second))
 	io.WriteString(busy, "POST /slow HTTP/1.1\r\nHost: pith\r\nContent-Length: 4\r\n\r\nslow")
-	time.Sleep(50 * time.Millisecond) // let the request reach the handler
+	<-started
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop() }()
@@ -255,8 +256,8 @@ func FuzzLight(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	lightAddr, _ := startLight(f, true, nil)
-	plainAddr, _ := startLight(f, false, nil)
+	lightAddr, _ := startLight(f, true, nil, nil)
+	plainAddr, _ := startLight(f, false, nil, nil)
 	f.Fuzz(func(t *testing.T, raw string) {
 		if strings.Contains(raw, "/panic") || strings.Contains(raw, "/slow") {
 			return
