@@ -103,6 +103,13 @@ func (l *lightListener) acceptLoop() {
 		backoff = 0
 		lc := &lightConn{l: l, c: c, br: bufio.NewReaderSize(c, lightBufSize), remote: c.RemoteAddr().String()}
 		l.mu.Lock()
+		if l.closed.Load() {
+			// Accepted as Close ran: wait may be waiting already, so
+			// the connection is not counted (nor served).
+			l.mu.Unlock()
+			c.Close()
+			continue
+		}
 		l.conns[lc] = struct{}{}
 		l.wg.Add(1)
 		l.mu.Unlock()
