@@ -307,23 +307,18 @@ type prefixConn struct {
 
 func (c *prefixConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
-// lightPath returns the LightPOST key equal to target, without
-// allocating.
-func (l *lightListener) lightPath(target []byte) string {
-	for p := range l.lim.LightPOST {
+// light returns the LightPOST path equal to target and its handler, or a
+// nil handler when the request is not served light.
+func (l *lightListener) light(method, target []byte) (string, http.Handler) {
+	if string(method) != http.MethodPost {
+		return "", nil
+	}
+	for p, h := range l.lim.LightPOST {
 		if p == string(target) {
-			return p
+			return p, h
 		}
 	}
-	return string(target)
-}
-
-// light returns the handler of a request served light, or nil.
-func (l *lightListener) light(method, target []byte) http.Handler {
-	if string(method) != http.MethodPost {
-		return nil
-	}
-	return l.lim.LightPOST[string(target)]
+	return "", nil
 }
 
 // parse reads the request line and headers from the buffer, reading
@@ -365,7 +360,7 @@ func (lc *lightConn) parse(start time.Time, first bool) (h http.Handler, req *ht
 		return nil, nil, no, false
 	}
 	method, target, proto := line[:sp1], line[sp1+1:sp1+1+sp2], line[sp1+2+sp2:]
-	h = lc.l.light(method, target)
+	path, h := lc.l.light(method, target)
 	if h == nil || string(proto) != "HTTP/1.1" {
 		return nil, nil, no, false
 	}
@@ -408,7 +403,9 @@ func (lc *lightConn) parse(start time.Time, first bool) (h http.Handler, req *ht
 		if !httpguts.ValidHeaderFieldValue(all[lstart+vs : lstart+ve]) {
 			return nil, nil, no, false
 		}
-		key := canonicalHeader(l[:colon])
+		// A substring of all: textproto keeps a canonical name as it is
+		// and interns the common ones.
+		key := textproto.CanonicalMIMEHeaderKey(all[lstart : lstart+colon])
 		switch key {
 		case "Content-Length":
 			n, err := strconv.ParseInt(string(value), 10, 64)
@@ -448,44 +445,10 @@ func (lc *lightConn) parse(start time.Time, first bool) (h http.Handler, req *ht
 	}
 	req = &lc.req
 	*req = *lc.tmpl
-	path := lc.l.lightPath(target)
 	lc.url = url.URL{Path: path}
 	req.URL, req.RequestURI = &lc.url, path
 	req.Header, req.ContentLength, req.Host, req.Close = hdr, contentLength, host, closeAfter
 	return h, req, hdrLen, closeAfter
-}
-
-// canonicalHeader returns the canonical form of a header name, without
-// allocating for the common ones.
-func canonicalHeader(name []byte) string {
-	for _, k := range commonHeaders {
-		if len(k) == len(name) && bytesEqualFold(name, k) {
-			return k
-		}
-	}
-	return textproto.CanonicalMIMEHeaderKey(string(name))
-}
-
-var commonHeaders = [...]string{
-	"Host", "Content-Length", "Content-Type", "User-Agent", "Accept", "Authorization",
-	"Connection", "Accept-Encoding", "Transfer-Encoding", "Expect", "Upgrade", "Content-Encoding",
-	"Pragma", "X-Pith-Signature", "X-Hamustro-Signature", "X-Hamustro-Time",
-}
-
-func bytesEqualFold(b []byte, s string) bool {
-	for i := range b {
-		c, d := b[i], s[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if 'A' <= d && d <= 'Z' {
-			d += 'a' - 'A'
-		}
-		if c != d {
-			return false
-		}
-	}
-	return true
 }
 
 // answer runs the handler on req and writes its answer. It returns
