@@ -370,16 +370,26 @@ func (w *WAL) Sync(ctx context.Context, pos Pos) error {
 		}
 		ch := w.round
 		w.mu.Unlock()
-		w.wake()
-		if done := ctx.Done(); done == nil {
-			<-ch // a context never done: no select
-		} else {
-			select {
-			case <-ch:
-			case <-done:
-				return ctx.Err()
-			}
+		if err := w.awaitRound(ctx, ch); err != nil {
+			return err
 		}
+	}
+}
+
+// awaitRound wakes the committer and waits until the round ch stands for
+// ends, or ctx does.
+func (w *WAL) awaitRound(ctx context.Context, ch <-chan struct{}) error {
+	w.wake()
+	done := ctx.Done()
+	if done == nil {
+		<-ch // a context never done: no select
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-done:
+		return ctx.Err()
 	}
 }
 
@@ -421,15 +431,8 @@ func (w *WAL) waitFor(ctx context.Context, check func() (bool, error)) error {
 		}
 		ch := w.round
 		w.mu.Unlock()
-		w.wake()
-		if done := ctx.Done(); done == nil {
-			<-ch // a context never done: no select
-		} else {
-			select {
-			case <-ch:
-			case <-done:
-				return ctx.Err()
-			}
+		if err := w.awaitRound(ctx, ch); err != nil {
+			return err
 		}
 	}
 }
