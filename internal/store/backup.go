@@ -462,7 +462,29 @@ func putItem(dest string, it *snapItem, link bool, st *BackupStats) (uint32, err
 	}
 	tmp := target + ".tmp"
 	os.Remove(tmp)
-	if it.link && link {
+	crc, linked, err := linkOrCopy(it, tmp, it.link && link)
+	if err == nil {
+		err = os.Rename(tmp, target)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return 0, err
+	}
+	if linked {
+		st.Linked++
+		st.LinkedBytes += it.size
+	} else {
+		st.Copied++
+		st.CopiedBytes += it.size
+	}
+	return crc, nil
+}
+
+// linkOrCopy makes tmp hold the first it.size bytes of it's file: a hard
+// link when link is set and the link is that very file at that size,
+// else a copy. It returns their CRC-32C and whether tmp is a link.
+func linkOrCopy(it *snapItem, tmp string, link bool) (crc uint32, linked bool, err error) {
+	if link {
 		if err := os.Link(it.src, tmp); err == nil {
 			info, err1 := os.Stat(tmp)
 			src, err2 := it.f.Stat()
@@ -470,33 +492,13 @@ func putItem(dest string, it *snapItem, link bool, st *BackupStats) (uint32, err
 			// run names are not reused), so the link is checked.
 			if err1 == nil && err2 == nil && os.SameFile(info, src) && info.Size() == it.size {
 				crc, err := crcOf(it.f, it.size)
-				if err != nil {
-					os.Remove(tmp)
-					return 0, err
-				}
-				if err := os.Rename(tmp, target); err != nil {
-					os.Remove(tmp)
-					return 0, err
-				}
-				st.Linked++
-				st.LinkedBytes += it.size
-				return crc, nil
+				return crc, true, err
 			}
 			os.Remove(tmp)
 		}
 	}
-	crc, err := copyPrefix(it.f, it.size, tmp)
-	if err != nil {
-		os.Remove(tmp)
-		return 0, err
-	}
-	if err := os.Rename(tmp, target); err != nil {
-		os.Remove(tmp)
-		return 0, err
-	}
-	st.Copied++
-	st.CopiedBytes += it.size
-	return crc, nil
+	crc, err = copyPrefix(it.f, it.size, tmp)
+	return crc, false, err
 }
 
 // copyPrefix copies the first n bytes of src into a new file at path,
