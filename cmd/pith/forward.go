@@ -95,16 +95,16 @@ func forwardEntries(cfg *config.Config) []forwardEntry {
 	var out []forwardEntry
 	site := cfg.Site.Name
 	for _, c := range cfg.Forward.NATS {
-		out = append(out, forwardEntry{c.Name, "nats", c, c.Queue(), natsSink(c, site)})
+		out = append(out, forwardEntry{c.Name, "nats", c, c.ForwardQueue, natsSink(c, site)})
 	}
 	for _, c := range cfg.Forward.Postgres {
-		out = append(out, forwardEntry{c.Name, "postgres", c, c.Queue(), postgresSink(c, site)})
+		out = append(out, forwardEntry{c.Name, "postgres", c, c.ForwardQueue, postgresSink(c, site)})
 	}
 	for _, c := range cfg.Forward.MQTT {
-		out = append(out, forwardEntry{c.Name, "mqtt", c, c.Queue(), mqttSink(c, site)})
+		out = append(out, forwardEntry{c.Name, "mqtt", c, c.ForwardQueue, mqttSink(c, site)})
 	}
 	for _, c := range cfg.Forward.HTTP {
-		out = append(out, forwardEntry{c.Name, "http", c, c.Queue(), httpSink(c, site)})
+		out = append(out, forwardEntry{c.Name, "http", c, c.ForwardQueue, httpSink(c, site)})
 	}
 	return out
 }

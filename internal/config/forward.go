@@ -16,16 +16,17 @@ type Forward struct {
 	HTTP     []ForwardHTTP     `toml:"http"`
 }
 
-// ForwardQueue holds the queue keys every forwarder kind has. Zero values
+// ForwardQueue holds the queue keys every forwarder kind has; each kind
+// embeds it, so its keys sit in the forwarder's own table. Zero values
 // take the queue's defaults (1 GiB, 7 days, drop_oldest).
 type ForwardQueue struct {
 	// MaxBytes caps the encoded bytes of unsent values; 0 is 1 GiB.
-	MaxBytes int64
+	MaxBytes int64 `toml:"max_bytes"`
 	// MaxAge drops unsent values older than this; 0 is 7 days.
-	MaxAge Duration
+	MaxAge Duration `toml:"max_age"`
 	// Overflow is what happens at MaxBytes: "drop_oldest" (the default)
 	// or "reject_new".
-	Overflow string
+	Overflow string `toml:"overflow"`
 }
 
 // Overflow policies accepted by the forwarders' overflow key.
@@ -37,64 +38,36 @@ const (
 // ForwardNATS forwards to NATS JetStream, subject pith.<site>.samples,
 // deduplicated upstream by batch id.
 type ForwardNATS struct {
-	Name     string   `toml:"name"` // names the queue directory, the logs and the system tags
-	URL      string   `toml:"url"`  // nats://host:port, several separated by commas
-	MaxBytes int64    `toml:"max_bytes"`
-	MaxAge   Duration `toml:"max_age"`
-	Overflow string   `toml:"overflow"`
-}
-
-// Queue returns the queue keys of f.
-func (f ForwardNATS) Queue() ForwardQueue {
-	return ForwardQueue{MaxBytes: f.MaxBytes, MaxAge: f.MaxAge, Overflow: f.Overflow}
+	Name string `toml:"name"` // names the queue directory, the logs and the system tags
+	URL  string `toml:"url"`  // nats://host:port, several separated by commas
+	ForwardQueue
 }
 
 // ForwardPostgres forwards into a PostgreSQL table.
 type ForwardPostgres struct {
-	Name     string   `toml:"name"`
-	URL      string   `toml:"url"`   // postgres://user@host:port/db
-	Table    string   `toml:"table"` // table or schema.table, created when missing
-	MaxBytes int64    `toml:"max_bytes"`
-	MaxAge   Duration `toml:"max_age"`
-	Overflow string   `toml:"overflow"`
-}
-
-// Queue returns the queue keys of f.
-func (f ForwardPostgres) Queue() ForwardQueue {
-	return ForwardQueue{MaxBytes: f.MaxBytes, MaxAge: f.MaxAge, Overflow: f.Overflow}
+	Name  string `toml:"name"`
+	URL   string `toml:"url"`   // postgres://user@host:port/db
+	Table string `toml:"table"` // table or schema.table, created when missing
+	ForwardQueue
 }
 
 // ForwardMQTT publishes to an MQTT broker under a topic prefix.
 type ForwardMQTT struct {
-	Name     string   `toml:"name"`
-	URL      string   `toml:"url"`    // tcp://, mqtt://, tls://, ssl://, mqtts://, ws:// or wss://host:port
-	Prefix   string   `toml:"prefix"` // topic prefix, e.g. pith/site1
-	ClientID string   `toml:"client_id"`
-	Username string   `toml:"username"`
-	Password string   `toml:"password"`
-	MaxBytes int64    `toml:"max_bytes"`
-	MaxAge   Duration `toml:"max_age"`
-	Overflow string   `toml:"overflow"`
-}
-
-// Queue returns the queue keys of f.
-func (f ForwardMQTT) Queue() ForwardQueue {
-	return ForwardQueue{MaxBytes: f.MaxBytes, MaxAge: f.MaxAge, Overflow: f.Overflow}
+	Name     string `toml:"name"`
+	URL      string `toml:"url"`    // tcp://, mqtt://, tls://, ssl://, mqtts://, ws:// or wss://host:port
+	Prefix   string `toml:"prefix"` // topic prefix, e.g. pith/site1
+	ClientID string `toml:"client_id"`
+	Username string `toml:"username"`
+	Password string `toml:"password"`
+	ForwardQueue
 }
 
 // ForwardHTTP forwards to another Pith's import API.
 type ForwardHTTP struct {
-	Name     string   `toml:"name"`
-	URL      string   `toml:"url"` // http(s)://host:port of the other Pith
-	Key      string   `toml:"key"` // its API key with write scope; "" when it needs none
-	MaxBytes int64    `toml:"max_bytes"`
-	MaxAge   Duration `toml:"max_age"`
-	Overflow string   `toml:"overflow"`
-}
-
-// Queue returns the queue keys of f.
-func (f ForwardHTTP) Queue() ForwardQueue {
-	return ForwardQueue{MaxBytes: f.MaxBytes, MaxAge: f.MaxAge, Overflow: f.Overflow}
+	Name string `toml:"name"`
+	URL  string `toml:"url"` // http(s)://host:port of the other Pith
+	Key  string `toml:"key"` // its API key with write scope; "" when it needs none
+	ForwardQueue
 }
 
 // Central makes this Pith a central one: it consumes the batches edge
@@ -173,14 +146,14 @@ func (f *Forward) validate(add func(key, format string, args ...any)) {
 	}
 	for i, x := range f.NATS {
 		at := fmt.Sprintf("forward.nats[%d]", i)
-		common(at, x.Name, x.Queue())
+		common(at, x.Name, x.ForwardQueue)
 		if err := checkNATSURLs(x.URL); err != nil {
 			add(at+".url", "%v", err)
 		}
 	}
 	for i, x := range f.Postgres {
 		at := fmt.Sprintf("forward.postgres[%d]", i)
-		common(at, x.Name, x.Queue())
+		common(at, x.Name, x.ForwardQueue)
 		if !hasScheme(x.URL, "postgres://", "postgresql://") && !strings.Contains(x.URL, "=") {
 			add(at+".url", "want postgres://user@host:port/db or a key=value DSN, got %q", x.URL)
 		}
@@ -190,7 +163,7 @@ func (f *Forward) validate(add func(key, format string, args ...any)) {
 	}
 	for i, x := range f.MQTT {
 		at := fmt.Sprintf("forward.mqtt[%d]", i)
-		common(at, x.Name, x.Queue())
+		common(at, x.Name, x.ForwardQueue)
 		if !hasScheme(x.URL, "tcp://", "mqtt://", "tls://", "ssl://", "mqtts://", "ws://", "wss://") {
 			add(at+".url", "want tcp://host:port, mqtt://host:port, tls://host:port or ws(s)://, got %q", x.URL)
 		}
@@ -200,7 +173,7 @@ func (f *Forward) validate(add func(key, format string, args ...any)) {
 	}
 	for i, x := range f.HTTP {
 		at := fmt.Sprintf("forward.http[%d]", i)
-		common(at, x.Name, x.Queue())
+		common(at, x.Name, x.ForwardQueue)
 		if !hasScheme(x.URL, "http://", "https://") {
 			add(at+".url", "want http://host:port of the other Pith, got %q", x.URL)
 		}

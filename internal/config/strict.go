@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"maps"
 	"reflect"
 	"sort"
 	"strconv"
@@ -117,6 +118,12 @@ func tomlFields(t reflect.Type) map[string]reflect.StructField {
 		}
 		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
 		if name == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			// An embedded struct's keys are the outer table's, as the
+			// decoder reads them.
+			maps.Copy(fields, tomlFields(f.Type))
 			continue
 		}
 		if name == "" {
