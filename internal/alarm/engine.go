@@ -11,18 +11,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pith-historian/pith/internal/clock"
 	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
 )
 
 // Clock tells the engine the time; tests pass a fake one.
-type Clock interface {
-	Now() time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
+type Clock = clock.Clock
 
 // Table is the part of the tag table the engine reads; *tag.Table
 // implements it. All methods are safe for concurrent use.
@@ -167,7 +162,7 @@ func New(defs []Def, hist *Log, tab Table, opts Options, log *slog.Logger) (*Eng
 		opts.SubscriberQueue = def.SubscriberQueue
 	}
 	if opts.Clock == nil {
-		opts.Clock = realClock{}
+		opts.Clock = clock.Real{}
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -23,19 +23,14 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/pith-historian/pith/internal/api"
+	"github.com/pith-historian/pith/internal/clock"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
 )
 
 // Clock tells the engine the time; tests pass a fake one.
-type Clock interface {
-	Now() time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
+type Clock = clock.Clock
 
 // Table is the part of the tag table rules read; *tag.Table implements
 // it. Both methods are safe for concurrent use.
@@ -116,7 +111,7 @@ type Engine struct {
 // (a Guard); sched may be nil when no schedules run.
 func New(c config.Rules, tab Table, sched Schedules, ctl api.Controller, opts Options, log *slog.Logger) (*Engine, error) {
 	if opts.Clock == nil {
-		opts.Clock = realClock{}
+		opts.Clock = clock.Real{}
 	}
 	if opts.Scan <= 0 {
 		opts.Scan = config.DefaultRuleScan.Std()

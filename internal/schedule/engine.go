@@ -15,18 +15,13 @@ import (
 	"time"
 
 	"github.com/pith-historian/pith/internal/atomicfile"
+	"github.com/pith-historian/pith/internal/clock"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/tag"
 )
 
 // Clock tells the engine the time; tests pass a fake one.
-type Clock interface {
-	Now() time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
+type Clock = clock.Clock
 
 // Table is the part of the tag table the engine writes; *tag.Table
 // implements it. All methods are safe for concurrent use.
@@ -69,7 +64,7 @@ type Engine struct {
 // in dir (created when missing). clk nil is the wall clock.
 func New(c config.Schedules, dir string, tab Table, clk Clock, log *slog.Logger) (*Engine, error) {
 	if clk == nil {
-		clk = realClock{}
+		clk = clock.Real{}
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
