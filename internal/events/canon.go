@@ -95,8 +95,7 @@ func (b *batch) decode(body []byte, nowMS int64, maxEvents int, names map[string
 // the slow path rather than mimic. Its scratch is reused from one body to
 // the next; it is not safe for concurrent use.
 type canonDecoder struct {
-	b []byte // the body being read
-	i int    // read position in b
+	scanner
 
 	nums, strs []canonAttr       // the attributes of the event being read
 	ids        []byte            // the client ids of the body, one after the other
@@ -545,39 +544,6 @@ func (d *canonDecoder) name(b []byte) string {
 	return d.lastName
 }
 
-func (d *canonDecoder) ws() {
-	// Most calls find no space: one comparison for them.
-	if d.i < len(d.b) && d.b[d.i] > ' ' {
-		return
-	}
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\r', '\n':
-			d.i++
-		default:
-			return
-		}
-	}
-}
-
-// peek returns the next non-space byte, or 0 at the end.
-func (d *canonDecoder) peek() byte {
-	d.ws()
-	if d.i < len(d.b) {
-		return d.b[d.i]
-	}
-	return 0
-}
-
-// consume reads the byte c after optional spaces.
-func (d *canonDecoder) consume(c byte) bool {
-	if d.peek() != c {
-		return false
-	}
-	d.i++
-	return true
-}
-
 // sep reads the ',' or '}' after a member of an object.
 func (d *canonDecoder) sep() (byte, bool) {
 	c := d.peek()
@@ -622,43 +588,6 @@ func (d *canonDecoder) str() (span, bool) {
 
 // number reads a JSON number and reports whether it is an integer.
 func (d *canonDecoder) number() (span, bool, bool) {
-	d.ws()
-	b, i := d.b, d.i
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	digits := func() int {
-		n := 0
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-			n++
-		}
-		return n
-	}
-	if i < len(b) && b[i] == '0' {
-		i++
-	} else if digits() == 0 {
-		return span{}, false, false
-	}
-	isInt := true
-	if i < len(b) && b[i] == '.' {
-		i++
-		isInt = false
-		if digits() == 0 {
-			return span{}, false, false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		isInt = false
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			return span{}, false, false
-		}
-	}
-	s := span{start: d.i, end: i}
-	d.i = i
-	return s, isInt, true
+	start, end, isInt, ok := d.scanner.number()
+	return span{start: start, end: end}, isInt, ok
 }

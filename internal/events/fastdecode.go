@@ -27,35 +27,13 @@ func DecodeBytes(dst []Event, body []byte, nowMS int64, maxEvents int) ([]Event,
 
 // fastParser walks a body by hand.
 type fastParser struct {
-	b []byte
-	i int
-}
-
-func (p *fastParser) ws() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\r', '\n':
-			p.i++
-		default:
-			return
-		}
-	}
-}
-
-// peek returns the next non-space byte, or 0 at the end.
-func (p *fastParser) peek() byte {
-	p.ws()
-	if p.i < len(p.b) {
-		return p.b[p.i]
-	}
-	return 0
+	scanner
 }
 
 func (p *fastParser) expect(c byte) error {
-	if p.peek() != c {
+	if !p.consume(c) {
 		return errSlow
 	}
-	p.i++
 	return nil
 }
 
@@ -93,45 +71,11 @@ func (p *fastParser) str() (string, error) {
 
 // number returns the bytes of a JSON number and whether it is an integer.
 func (p *fastParser) number() ([]byte, bool, error) {
-	p.ws()
-	b, i := p.b, p.i
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	digits := func() int {
-		n := 0
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-			n++
-		}
-		return n
-	}
-	if i < len(b) && b[i] == '0' {
-		i++
-	} else if digits() == 0 {
+	start, end, isInt, ok := p.scanner.number()
+	if !ok {
 		return nil, false, errSlow
 	}
-	isInt := true
-	if i < len(b) && b[i] == '.' {
-		i++
-		isInt = false
-		if digits() == 0 {
-			return nil, false, errSlow
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		isInt = false
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			return nil, false, errSlow
-		}
-	}
-	n := b[p.i:i]
-	p.i = i
-	return n, isInt, nil
+	return p.b[start:end], isInt, nil
 }
 
 // object calls fn for each key of an object; fn reads the value.
@@ -234,7 +178,7 @@ func (p *fastParser) event(w *wireEvent) error {
 // fastDecode parses the plain shape of a body; any error means "use
 // Decode".
 func fastDecode(dst []Event, body []byte, nowMS int64, maxEvents int) ([]Event, error) {
-	p := fastParser{b: body}
+	p := fastParser{scanner{b: body}}
 	start := len(dst)
 	one := func() error {
 		if len(dst)-start >= maxEvents {
