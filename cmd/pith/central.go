@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/forward"
 	"github.com/pith-historian/pith/internal/store"
@@ -23,7 +25,7 @@ const (
 // centralWriter is the store as a central Pith writes to it; *store.DB
 // implements it. Write is called from every worker at once.
 type centralWriter interface {
-	Write(ctx context.Context, pts []store.Point) error
+	Write(ctx context.Context, pts []model.Point) error
 }
 
 var _ centralWriter = (*store.DB)(nil)
@@ -85,7 +87,7 @@ type centralWorker struct {
 // raw retention) is logged and skipped, so that it cannot hold up the
 // stream; any other error makes Consume redeliver the batch later.
 func (w *centralWorker) sink(ctx context.Context) forward.SinkFunc {
-	return func(site string, pts []store.Point) error {
+	return func(site string, pts []model.Point) error {
 		if len(w.names) > centralNameCache {
 			clear(w.names)
 		}

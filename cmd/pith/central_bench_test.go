@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -24,7 +26,7 @@ type countingWriter struct {
 	n  atomic.Int64
 }
 
-func (w *countingWriter) Write(ctx context.Context, pts []store.Point) error {
+func (w *countingWriter) Write(ctx context.Context, pts []model.Point) error {
 	if err := w.db.Write(ctx, pts); err != nil {
 		return err
 	}
@@ -33,12 +35,12 @@ func (w *countingWriter) Write(ctx context.Context, pts []store.Point) error {
 }
 
 // benchBatch is batch i of 10,000 points: 100 tags, 100 samples each.
-func benchBatch(i int, names []string) []store.Point {
-	pts := make([]store.Point, 0, 10000)
+func benchBatch(i int, names []string) []model.Point {
+	pts := make([]model.Point, 0, 10000)
 	t0 := int64(1_700_000_000_000) + int64(i)*100_000
 	for s := range 100 {
 		for k, name := range names {
-			pts = append(pts, store.Point{Tag: name, T: t0 + int64(s)*1000, V: float64(i*100 + s + k)})
+			pts = append(pts, model.Point{Tag: name, T: t0 + int64(s)*1000, V: float64(i*100 + s + k)})
 		}
 	}
 	return pts

@@ -15,13 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/forward"
 	"github.com/pith-historian/pith/internal/plant"
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // httpc bounds every request of these tests, so that a stuck server fails
@@ -101,7 +102,7 @@ func (in *instance) stop(t testing.TB) {
 }
 
 // update writes points into the instance's tag table, as acquisition does.
-func (in *instance) update(t testing.TB, pts []store.Point) {
+func (in *instance) update(t testing.TB, pts []model.Point) {
 	t.Helper()
 	if _, err := in.p.Table().UpdatePoints(pts, true, "test"); err != nil {
 		t.Fatal(err)
@@ -213,7 +214,7 @@ func streamCounts(t testing.TB, natsURL, subject, prefix string) map[pointKey]in
 		t.Fatal(err)
 	}
 	counts := map[pointKey]int{}
-	var pts []store.Point
+	var pts []model.Point
 	for seq := uint64(1); ; {
 		m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {

@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/forward"
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // TestCentralEndToEnd runs an edge Pith forwarding to JetStream and a
@@ -39,7 +40,7 @@ func TestCentralEndToEnd(t *testing.T) {
 
 	now := time.Now().UnixMilli()
 	for i := range 100 {
-		edge.update(t, []store.Point{
+		edge.update(t, []model.Point{
 			{Tag: "hx.t_out", T: now - 1000 + int64(i), V: float64(i)},
 			{Tag: "hx.t_in", T: now - 1000 + int64(i), V: float64(-i)},
 		})
@@ -84,11 +85,11 @@ func (pr *producer) run(t testing.TB, in *instance, d time.Duration) {
 	tk := time.NewTicker(10 * time.Millisecond)
 	defer tk.Stop()
 	end := time.Now().Add(d)
-	pts := make([]store.Point, pr.n)
+	pts := make([]model.Point, pr.n)
 	for time.Now().Before(end) {
 		<-tk.C
 		for i := range pts {
-			pts[i] = store.Point{Tag: "out." + strconv.Itoa(i), T: pr.base + pr.ticks, V: float64(pr.ticks)}
+			pts[i] = model.Point{Tag: "out." + strconv.Itoa(i), T: pr.base + pr.ticks, V: float64(pr.ticks)}
 		}
 		in.update(t, pts)
 		pr.ticks++

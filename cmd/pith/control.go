@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/alarm"
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
@@ -250,7 +252,7 @@ type alarmWriter struct {
 }
 
 // Write stores pts, then lets the alarms judge them.
-func (a alarmWriter) Write(ctx context.Context, pts []store.Point) error {
+func (a alarmWriter) Write(ctx context.Context, pts []model.Point) error {
 	if err := a.writer.Write(ctx, pts); err != nil {
 		return err
 	}

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
-	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
 )
 
@@ -100,7 +101,7 @@ value = 1.0
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Table().Update([]tag.Sample{{ID: id, T: time.Now().UnixMilli(), V: 95, Q: store.QualityGood}})
+	p.Table().Update([]tag.Sample{{ID: id, T: time.Now().UnixMilli(), V: 95, Q: model.QualityGood}})
 	waitUntil("alarm listed", func() bool {
 		_, body := do("GET", "/api/v1/alarms", "")
 		return strings.Contains(body, `"id":"tank.high"`)

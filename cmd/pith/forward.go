@@ -10,9 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/forward"
-	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
 )
 
@@ -223,7 +224,7 @@ func (fw *forwarders) reload(cfg *config.Config) error {
 // change made before it.
 func (fw *forwarders) feed(ctx context.Context, f *forwarder) {
 	var buf []tag.Change
-	var pts []store.Point
+	var pts []model.Point
 	for {
 		chs, err := f.sub.Next(ctx, buf[:0])
 		if err != nil {
@@ -234,7 +235,7 @@ func (fw *forwarders) feed(ctx context.Context, f *forwarder) {
 		pts = pts[:0]
 		for _, c := range chs {
 			if c.Has {
-				pts = append(pts, store.Point{Tag: c.Tag, T: c.T, V: c.V, Q: c.Q})
+				pts = append(pts, model.Point{Tag: c.Tag, T: c.T, V: c.V, Q: c.Q})
 			}
 		}
 		if len(pts) > 0 {
@@ -265,7 +266,7 @@ func (fw *forwarders) writeStats(ctx context.Context, tab *tag.Table) {
 				st := f.q.Stats()
 				lost := st.Dropped + st.Rejected + f.sub.Stats().Overflow
 				for i, v := range []float64{float64(st.Backlog), st.SentPerS, st.OldestS, float64(st.Errors), float64(lost)} {
-					batch = append(batch, tag.Sample{ID: f.ids[i], T: ms, V: v, Q: store.QualityGood})
+					batch = append(batch, tag.Sample{ID: f.ids[i], T: ms, V: v, Q: model.QualityGood})
 				}
 			}
 			fw.mu.RUnlock()
@@ -279,7 +280,7 @@ func (fw *forwarders) writeStats(ctx context.Context, tab *tag.Table) {
 // Enqueue hands points already durable in the store to every forwarder.
 // A queue that refuses them (reject_new at its cap) counts them and the
 // refusal is logged; the points stay stored, so the error is not returned.
-func (fw *forwarders) Enqueue(ctx context.Context, pts []store.Point) {
+func (fw *forwarders) Enqueue(ctx context.Context, pts []model.Point) {
 	fw.mu.RLock()
 	defer fw.mu.RUnlock()
 	for _, f := range fw.list {

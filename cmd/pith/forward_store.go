@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/forward"
 	"github.com/pith-historian/pith/internal/ingest"
@@ -60,10 +62,10 @@ type plainStore struct {
 	db *store.DB
 }
 
-func (s plainStore) Write(ctx context.Context, pts []store.Point) error { return s.db.Write(ctx, pts) }
+func (s plainStore) Write(ctx context.Context, pts []model.Point) error { return s.db.Write(ctx, pts) }
 
 // Write stores pts, then forwards them.
-func (s *forwardingStore) Write(ctx context.Context, pts []store.Point) error {
+func (s *forwardingStore) Write(ctx context.Context, pts []model.Point) error {
 	if err := s.db.Write(ctx, pts); err != nil {
 		return err
 	}
@@ -90,7 +92,7 @@ type forwardingTx struct {
 	err   error
 }
 
-func (t *forwardingTx) Add(pts []store.Point) error {
+func (t *forwardingTx) Add(pts []model.Point) error {
 	if err := t.tx.Add(pts); err != nil {
 		return err
 	}
@@ -145,7 +147,7 @@ func (t *forwardingTx) Commit(ctx context.Context) error {
 	// The client's answer waits for the queues, but a client that goes
 	// away must not cut the forwarding short.
 	ctx = context.WithoutCancel(ctx)
-	var pts []store.Point
+	var pts []model.Point
 	for _, b := range t.mem {
 		var err error
 		if _, pts, err = forward.DecodeBatch(pts[:0], b); err != nil {

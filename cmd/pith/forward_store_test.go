@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/forward"
 	"github.com/pith-historian/pith/internal/store"
@@ -18,7 +20,7 @@ import (
 // recordSink is a forward.Sink keeping every point it is sent.
 type recordSink struct {
 	mu  sync.Mutex
-	pts []store.Point
+	pts []model.Point
 }
 
 func (s *recordSink) Send(_ context.Context, b forward.Batch) error {
@@ -32,16 +34,16 @@ func (s *recordSink) Send(_ context.Context, b forward.Batch) error {
 	return nil
 }
 
-func (s *recordSink) points() []store.Point {
+func (s *recordSink) points() []model.Point {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.pts)
 }
 
-func testPoints(tag string, n int, t0 int64) []store.Point {
-	pts := make([]store.Point, n)
+func testPoints(tag string, n int, t0 int64) []model.Point {
+	pts := make([]model.Point, n)
 	for i := range pts {
-		pts[i] = store.Point{Tag: tag, T: t0 + int64(i), V: float64(i)}
+		pts[i] = model.Point{Tag: tag, T: t0 + int64(i), V: float64(i)}
 	}
 	return pts
 }
@@ -82,12 +84,12 @@ func TestImportForwardedAfterCommit(t *testing.T) {
 	if err := tx.Add(testPoints("bad", 1000, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.Add([]store.Point{{Tag: "bad", T: 5000, V: math.NaN()}}); err == nil {
+	if err := tx.Add([]model.Point{{Tag: "bad", T: 5000, V: math.NaN()}}); err == nil {
 		t.Fatal("NaN accepted")
 	}
 	tx.Rollback()
 	// Committed in three parts, most of it spooled.
-	var want []store.Point
+	var want []model.Point
 	tx = ws.Begin()
 	for i := range 3 {
 		pts := testPoints("imp", 2000, int64(i)*2000)

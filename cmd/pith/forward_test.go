@@ -10,13 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/eclipse/paho.golang/paho"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/forward"
 	"github.com/pith-historian/pith/internal/plant"
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // TestServeForwardsToNATS runs `pith serve` with a [[forward.nats]] entry,
@@ -51,14 +52,14 @@ func TestServeForwardsToNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UnixMilli()
-	if _, err := p.Table().UpdatePoints([]store.Point{{Tag: "hx.t_out", T: now, V: 61.5}}, true, "test"); err != nil {
+	if _, err := p.Table().UpdatePoints([]model.Point{{Tag: "hx.t_out", T: now, V: 61.5}}, true, "test"); err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan store.Point, 100)
+	got := make(chan model.Point, 100)
 	cctx, ccancel := context.WithCancel(ctx)
 	defer ccancel()
 	go forward.Consume(cctx, url, []string{"pith." + site + ".samples"}, "central-"+site,
-		func(s string, pts []store.Point) error {
+		func(s string, pts []model.Point) error {
 			for _, pt := range pts {
 				if s == site && pt.Tag == "hx.t_out" {
 					got <- pt
@@ -112,7 +113,7 @@ func TestServeForwardsAllKinds(t *testing.T) {
 
 	now := time.Now().UnixMilli()
 	for i := range 10 {
-		edge.update(t, []store.Point{{Tag: "hx.t_out", T: now - 100 + int64(i), V: float64(i)}})
+		edge.update(t, []model.Point{{Tag: "hx.t_out", T: now - 100 + int64(i), V: float64(i)}})
 	}
 	edge.importCSV(t, fmt.Sprintf("imp.a,%d,1\nimp.a,%d,2\nimp.a,%d,3\n", now-50, now-40, now-30))
 

@@ -6,6 +6,8 @@ import (
 	"math"
 	"sync"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/process"
@@ -42,7 +44,7 @@ type newest struct {
 
 // late returns the spans of the points older than their tag's newest
 // sample, and records the newer ones.
-func (n *newest) late(rc *process.Recomputer, pts []store.Point) map[string]process.Range {
+func (n *newest) late(rc *process.Recomputer, pts []model.Point) map[string]process.Range {
 	var out map[string]process.Range
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -76,7 +78,7 @@ func (n *newest) late(rc *process.Recomputer, pts []store.Point) map[string]proc
 
 // Write runs the chains, stores inputs and outputs atomically, feeds the
 // calculated tags (Sink.After) and recomputes what late points affect.
-func (w processedWriter) Write(ctx context.Context, pts []store.Point) error {
+func (w processedWriter) Write(ctx context.Context, pts []model.Point) error {
 	late := w.newest.late(w.rc, pts)
 	if err := w.push.Write(ctx, pts); err != nil {
 		return err
@@ -100,7 +102,7 @@ type recomputeTx struct {
 	late map[string]process.Range
 }
 
-func (t *recomputeTx) Add(pts []store.Point) error {
+func (t *recomputeTx) Add(pts []model.Point) error {
 	if err := t.Tx.Add(pts); err != nil {
 		return err
 	}
@@ -148,7 +150,7 @@ func withInputChains(wr writer, cfg *config.Config, db *store.DB, eng *process.E
 		return nil, err
 	}
 	if eng != nil {
-		push.After = func(written []store.Point) { eng.Feed(written) }
+		push.After = func(written []model.Point) { eng.Feed(written) }
 	}
 	rc, err := process.NewRecomputer(cfg.Input, cfg.Calc, db, wr, process.Linear, process.DefaultLookback)
 	if err != nil {

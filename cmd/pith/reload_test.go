@@ -15,10 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/acq/modbus"
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // TestReloadConfig runs serve from a config file, changes the file and
@@ -189,7 +190,7 @@ func TestReloadForwarders(t *testing.T) {
 		t.Helper()
 		for range n {
 			v++
-			if _, err := p.Table().UpdatePoints([]store.Point{{Tag: "demo.v", T: time.Now().UnixMilli(), V: v}}, true, "test"); err != nil {
+			if _, err := p.Table().UpdatePoints([]model.Point{{Tag: "demo.v", T: time.Now().UnixMilli(), V: v}}, true, "test"); err != nil {
 				t.Fatal(err)
 			}
 		}

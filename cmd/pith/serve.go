@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/diag"
@@ -279,13 +281,13 @@ func startEvents(cfg *config.Config, p *plant.Plant, log *slog.Logger) (*events.
 	}
 	tab := p.Table()
 	o.OnCounts = func(minute time.Time, counts map[string]uint64) {
-		pts := make([]store.Point, 0, len(counts))
+		pts := make([]model.Point, 0, len(counts))
 		for name, n := range counts {
 			tag, err := ingest.CleanName("pith.events." + name + ".per_min")
 			if err != nil {
 				continue
 			}
-			pts = append(pts, store.Point{Tag: tag, T: minute.UnixMilli(), V: float64(n)})
+			pts = append(pts, model.Point{Tag: tag, T: minute.UnixMilli(), V: float64(n)})
 		}
 		if _, err := tab.UpdatePoints(pts, true, "events"); err != nil {
 			log.Warn("event counts", "err", err)
@@ -311,10 +313,10 @@ func startEvents(cfg *config.Config, p *plant.Plant, log *slog.Logger) (*events.
 	// file, or the object store).
 	o.OnBacklog = func(now time.Time, b events.Backlog) {
 		t := now.UnixMilli()
-		pts := []store.Point{{Tag: "pith.events.backlog", T: t, V: float64(b.Events)}}
+		pts := []model.Point{{Tag: "pith.events.backlog", T: t, V: float64(b.Events)}}
 		if o.Upload != nil {
-			pts = append(pts, store.Point{Tag: "pith.events.files_pending", T: t, V: float64(b.Files)},
-				store.Point{Tag: "pith.events.bytes_pending", T: t, V: float64(b.Bytes)})
+			pts = append(pts, model.Point{Tag: "pith.events.files_pending", T: t, V: float64(b.Files)},
+				model.Point{Tag: "pith.events.bytes_pending", T: t, V: float64(b.Bytes)})
 		}
 		if _, err := tab.UpdatePoints(pts, true, "events"); err != nil {
 			log.Warn("event backlog", "err", err)

@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/acq/modbus"
 	"github.com/pith-historian/pith/internal/config"
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // TestModbusStations polls a loopback Modbus server with two stations on
@@ -67,7 +68,7 @@ func TestModbusStations(t *testing.T) {
 			t.Errorf("%s = %+v, want %v", tc.tag, v, tc.want)
 		}
 	}
-	if v := tab.current(t, "plc2.level"); v.Has || v.Q != store.QualityBad {
+	if v := tab.current(t, "plc2.level"); v.Has || v.Q != model.QualityBad {
 		t.Errorf("plc2.level = %+v, want bad without value", v)
 	}
 	if d, _ := tab.Def(0); d.Source != "modbus:plc1" {

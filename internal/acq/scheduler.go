@@ -11,7 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/tag"
 )
 
@@ -295,7 +296,7 @@ func (r *runner) run(ctx context.Context, clk Clock, tab Table) {
 			batch = append(batch, tag.Sample{ID: r.commID, T: ms, V: 1})
 		} else {
 			for _, id := range r.ids {
-				batch = append(batch, tag.Sample{ID: id, T: ms, Q: store.QualityBad, Hold: true})
+				batch = append(batch, tag.Sample{ID: id, T: ms, Q: model.QualityBad, Hold: true})
 			}
 			batch = append(batch, tag.Sample{ID: r.commID, T: ms, V: 0})
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 var t0 = time.Date(2024, 1, 1, 0, 0, 0, 300e6, time.UTC)
@@ -120,7 +120,7 @@ func TestAlignedTicksAndStats(t *testing.T) {
 			t.Errorf("poll %d at %v, want %v", i, p.Format(time.StampMicro), want.Format(time.StampMicro))
 		}
 	}
-	if v := tab.current(t, "plc1.a"); v.V != 20 || v.Q != store.QualityGood {
+	if v := tab.current(t, "plc1.a"); v.V != 20 || v.Q != model.QualityGood {
 		t.Errorf("plc1.a = %+v, want 20 good", v)
 	}
 	if v := tab.current(t, StatTag("plc1", TagComm)); v.V != 1 {
@@ -151,7 +151,7 @@ func TestFailedPollMarksBad(t *testing.T) {
 	step(700 * time.Millisecond)
 	step(time.Second) // poll 2 ok: a = 2
 	step(time.Second) // poll 3 fails
-	if v := tab.current(t, "plc.a"); v.V != 2 || v.Q != store.QualityBad || v.T != t0.Truncate(time.Second).Add(3*time.Second).UnixMilli() {
+	if v := tab.current(t, "plc.a"); v.V != 2 || v.Q != model.QualityBad || v.T != t0.Truncate(time.Second).Add(3*time.Second).UnixMilli() {
 		t.Errorf("after failure plc.a = %+v, want last value 2, bad, at 3 s", v)
 	}
 	if v := tab.current(t, StatTag("plc", TagComm)); v.V != 0 {
@@ -159,7 +159,7 @@ func TestFailedPollMarksBad(t *testing.T) {
 	}
 	step(time.Second) // poll 4 fails
 	step(time.Second) // poll 5 ok
-	if v := tab.current(t, "plc.a"); v.V != 5 || v.Q != store.QualityGood {
+	if v := tab.current(t, "plc.a"); v.V != 5 || v.Q != model.QualityGood {
 		t.Errorf("after recovery plc.a = %+v, want 5 good", v)
 	}
 	if v := tab.current(t, StatTag("plc", TagComm)); v.V != 1 {
@@ -265,7 +265,7 @@ func TestDeadStationDoesNotSlowOthers(t *testing.T) {
 	if st[0].Errors != 0 || st[1].Errors == 0 || st[1].Comm {
 		t.Errorf("stats fast %+v, dead %+v", st[0], st[1])
 	}
-	if v := tab.current(t, "dead.a"); v.Has || v.Q != store.QualityBad {
+	if v := tab.current(t, "dead.a"); v.Has || v.Q != model.QualityBad {
 		t.Errorf("dead.a = %+v, want no value, bad", v)
 	}
 }

@@ -19,7 +19,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/tag"
 )
 
@@ -28,7 +29,7 @@ import (
 // keeps the tag's last value with quality bad, never an invented one.
 type Value struct {
 	V float64
-	Q store.Quality
+	Q model.Quality
 }
 
 // Station is a driver instance: one device or unit that is polled as a
@@ -176,4 +177,4 @@ func nextTick(t time.Time, period time.Duration) time.Time {
 }
 
 // badQuality is the quality of a value a driver could not read.
-const badQuality = store.QualityBad
+const badQuality = model.QualityBad

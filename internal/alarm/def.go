@@ -20,7 +20,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // Kind is what an alarm watches.
@@ -162,13 +162,13 @@ func (d *delayed) reset() { d.pending = false }
 // valueCond says whether a value makes the alarm's condition hold, given
 // whether it is active now (the deadband applies on the way back). ok is
 // false when the sample cannot be judged (bad quality, no value).
-func (def *Def) valueCond(v float64, q store.Quality, has, active bool) (cond, ok bool) {
+func (def *Def) valueCond(v float64, q model.Quality, has, active bool) (cond, ok bool) {
 	if def.Kind == KindComm {
 		// The scheduler writes 0 with good quality when a poll fails; a
 		// bad comm tag means the station is not reporting at all.
-		return !has || q == store.QualityBad || v == 0, true
+		return !has || q == model.QualityBad || v == 0, true
 	}
-	if !has || q == store.QualityBad {
+	if !has || q == model.QualityBad {
 		return false, false
 	}
 	switch def.Kind {

@@ -11,8 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/clock"
-	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
 )
 
@@ -139,7 +140,7 @@ type alarm struct {
 	resolved bool
 	has      bool // a value was seen
 	v        float64
-	q        store.Quality
+	q        model.Quality
 	t        int64 // ms of the newest sample seen
 	raised   int64
 	cleared  int64
@@ -375,7 +376,7 @@ func (e *Engine) Observe(cs []tag.Change, now time.Time) {
 // protocol, emoncms, remote_write), which go to the store without passing
 // through the tag table. Points older than the newest one seen for their
 // tag are ignored (late data does not change a current value).
-func (e *Engine) ObservePoints(pts []store.Point) {
+func (e *Engine) ObservePoints(pts []model.Point) {
 	now := e.opts.Clock.Now()
 	e.mu.Lock()
 	for i := range pts {
@@ -390,7 +391,7 @@ func (e *Engine) ObservePoints(pts []store.Point) {
 	e.flushLocked()
 }
 
-func (e *Engine) observeLocked(a *alarm, v float64, q store.Quality, has bool, t int64, now time.Time) {
+func (e *Engine) observeLocked(a *alarm, v float64, q model.Quality, has bool, t int64, now time.Time) {
 	a.v, a.q, a.has = v, q, has
 	a.t = max(a.t, t)
 	if a.def.Kind == KindStale {

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/tag"
 )
 
@@ -68,7 +69,7 @@ func (r *rig) at(ms int64) {
 }
 
 // set writes a sample at t0+ms and lets the engine observe it.
-func (r *rig) set(name string, ms int64, v float64, q store.Quality) {
+func (r *rig) set(name string, ms int64, v float64, q model.Quality) {
 	r.clk.t = t0.Add(time.Duration(ms) * time.Millisecond)
 	r.tab.Update([]tag.Sample{{ID: r.ids[name], T: r.clk.t.UnixMilli(), V: v, Q: q}})
 	r.e.Observe(r.sub.Take(nil), r.clk.t)
@@ -91,7 +92,7 @@ type step struct {
 	ms   int64
 	tick bool
 	v    float64
-	q    store.Quality
+	q    model.Quality
 	want string
 }
 
@@ -146,7 +147,7 @@ func TestLimitAlarms(t *testing.T) {
 		}},
 		{"lo bad quality holds", Def{Kind: KindLo, Limit: 10, OnDelay: time.Second}, []step{
 			{ms: 0, v: 5, want: "normal"},
-			{ms: 500, v: 5, q: store.QualityBad, want: "normal"}, // no judgement: delay reset
+			{ms: 500, v: 5, q: model.QualityBad, want: "normal"}, // no judgement: delay reset
 			{ms: 1200, tick: true, want: "normal"},
 			{ms: 1300, v: 4, want: "normal"},
 			{ms: 2300, tick: true, want: "active"},
@@ -162,7 +163,7 @@ func TestLimitAlarms(t *testing.T) {
 			{ms: 1000, v: 0, want: "normal"},
 			{ms: 3000, tick: true, want: "active"},
 			{ms: 3500, v: 1, want: "cleared"},
-			{ms: 4000, v: 1, q: store.QualityBad, want: "cleared"}, // bad comm: pending again
+			{ms: 4000, v: 1, q: model.QualityBad, want: "cleared"}, // bad comm: pending again
 			{ms: 6000, tick: true, want: "active"},
 		}},
 	}
@@ -189,7 +190,7 @@ func TestLimitAlarms(t *testing.T) {
 // raises the alarm with that time.
 func TestDelayDeadlineExact(t *testing.T) {
 	r := newRig(t, "", Def{Name: "a", Kind: KindHi, Tag: "x.v", Limit: 1, OnDelay: 1500 * time.Millisecond})
-	r.set("x.v", 0, 5, store.QualityGood)
+	r.set("x.v", 0, 5, model.QualityGood)
 	next := r.e.Tick(r.clk.t)
 	if want := t0.Add(1500 * time.Millisecond); !next.Equal(want) {
 		t.Fatalf("next deadline %v, want %v", next, want)
@@ -211,13 +212,13 @@ func TestStaleAlarm(t *testing.T) {
 	if got := r.state("s"); got != "active" {
 		t.Fatalf("never-seen tag: %s", got)
 	}
-	r.set("x.v", 11_000, 1, store.QualityGood)
+	r.set("x.v", 11_000, 1, model.QualityGood)
 	if got := r.state("s"); got != "cleared" {
 		t.Fatalf("after a sample: %s", got)
 	}
 	// Same value again: no change event, but the table's time moves, so
 	// the tag is not stale.
-	r.set("x.v", 20_000, 1, store.QualityGood)
+	r.set("x.v", 20_000, 1, model.QualityGood)
 	r.at(29_000)
 	if got := r.state("s"); got != "cleared" {
 		t.Fatalf("steady updates: %s", got)
@@ -241,16 +242,16 @@ func TestAckLogAndRestart(t *testing.T) {
 	if _, err := r.e.Ack("nope", "bob"); err == nil {
 		t.Fatal("ack of an unknown alarm succeeded")
 	}
-	r.set("x.v", 0, 20, store.QualityGood)
+	r.set("x.v", 0, 20, model.QualityGood)
 	st, err := r.e.Ack("hi", "bob")
 	if err != nil || st.State != "acknowledged" || st.AckedBy != "bob" {
 		t.Fatalf("ack = %+v, %v", st, err)
 	}
-	r.set("x.v", 100, 5, store.QualityGood) // acknowledged and cleared: normal
+	r.set("x.v", 100, 5, model.QualityGood) // acknowledged and cleared: normal
 	if got := r.state("hi"); got != "normal" {
 		t.Fatal(got)
 	}
-	r.set("x.v", 200, 30, store.QualityGood) // raised again, left unacknowledged
+	r.set("x.v", 200, 30, model.QualityGood) // raised again, left unacknowledged
 	r.e.Set("write.plc.heater", true, "write refused")
 
 	evs, err := r.e.History(math.MinInt64, math.MaxInt64, 0)
@@ -288,7 +289,7 @@ func TestAckLogAndRestart(t *testing.T) {
 	if _, err := r2.e.Ack("write.plc.heater", "ann"); err != nil {
 		t.Fatal(err)
 	}
-	r2.set("x.v", 300, 1, store.QualityGood)
+	r2.set("x.v", 300, 1, model.QualityGood)
 	if evs, _ := r2.e.History(math.MinInt64, math.MaxInt64, 0); len(evs) != 8 || evs[7].Seq != 8 {
 		t.Fatalf("after restart history has %d events: %+v", len(evs), evs)
 	}
@@ -349,12 +350,12 @@ func TestObservePoints(t *testing.T) {
 	r := newRig(t, "", Def{Name: "p", Kind: KindLo, Tag: "pushed.v", Limit: 10, OnDelay: time.Second},
 		Def{Name: "s", Kind: KindStale, Tag: "pushed.v", MaxAge: 5 * time.Second})
 	ms := func(d int64) int64 { return t0.UnixMilli() + d }
-	r.e.ObservePoints([]store.Point{{Tag: "other", T: ms(0), V: 1}, {Tag: "pushed.v", T: ms(0), V: 5}})
+	r.e.ObservePoints([]model.Point{{Tag: "other", T: ms(0), V: 1}, {Tag: "pushed.v", T: ms(0), V: 5}})
 	r.at(999)
 	if got := r.state("p"); got != "normal" {
 		t.Fatal(got)
 	}
-	r.e.ObservePoints([]store.Point{{Tag: "pushed.v", T: ms(-100), V: 50}}) // late: ignored
+	r.e.ObservePoints([]model.Point{{Tag: "pushed.v", T: ms(-100), V: 50}}) // late: ignored
 	r.at(1000)
 	if got := r.state("p"); got != "active" {
 		t.Fatalf("pushed low value: %s", got)
@@ -364,7 +365,7 @@ func TestObservePoints(t *testing.T) {
 		t.Fatalf("pushed tag gone quiet: %s", got)
 	}
 	r.clk.t = t0.Add(5100 * time.Millisecond)
-	r.e.ObservePoints([]store.Point{{Tag: "pushed.v", T: ms(5100), V: 50}})
+	r.e.ObservePoints([]model.Point{{Tag: "pushed.v", T: ms(5100), V: 50}})
 	if r.state("p") != "cleared" || r.state("s") != "cleared" {
 		t.Fatalf("after a good push: %s %s", r.state("p"), r.state("s"))
 	}
@@ -372,7 +373,7 @@ func TestObservePoints(t *testing.T) {
 
 func TestReload(t *testing.T) {
 	r := newRig(t, "", Def{Name: "a", Kind: KindHi, Tag: "x.v", Limit: 10}, Def{Name: "b", Kind: KindLo, Tag: "x.v", Limit: 0})
-	r.set("x.v", 0, 20, store.QualityGood)
+	r.set("x.v", 0, 20, model.QualityGood)
 	r.e.Set("write.y", true, "failed")
 	if r.state("a") != "active" {
 		t.Fatal(r.state("a"))
@@ -390,11 +391,11 @@ func TestReload(t *testing.T) {
 			t.Fatal("removed alarm still listed")
 		}
 	}
-	r.set("x.v", 10, 14, store.QualityGood) // below the new limit
+	r.set("x.v", 10, 14, model.QualityGood) // below the new limit
 	if r.state("a") != "cleared" {
 		t.Fatalf("new limit not applied: %s", r.state("a"))
 	}
-	r.set("x.v", 20, 31, store.QualityGood)
+	r.set("x.v", 20, 31, model.QualityGood)
 	if r.state("c") != "active" {
 		t.Fatalf("new alarm not watching: %s", r.state("c"))
 	}

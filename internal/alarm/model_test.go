@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // TestLimitAlarmMatchesModel drives a hi alarm with random samples, limit,
@@ -35,7 +35,7 @@ func TestLimitAlarmMatchesModel(t *testing.T) {
 		for ms := int64(0); ms < 1500; ms++ {
 			if s, ok := samples[ms]; ok {
 				v, has = s, true
-				r.set("x.v", ms, s, store.QualityGood)
+				r.set("x.v", ms, s, model.QualityGood)
 			} else {
 				r.at(ms)
 			}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store"
 )
 
@@ -64,7 +66,7 @@ type cannedStore struct {
 	buckets []store.Bucket
 }
 
-func (s cannedStore) Aggregate(string, int64, int64, int, store.Agg) ([]store.Bucket, error) {
+func (s cannedStore) Aggregate(string, int64, int64, int, model.Agg) ([]store.Bucket, error) {
 	return s.buckets, nil
 }
 

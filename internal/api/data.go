@@ -2,12 +2,14 @@ package api
 
 import (
 	"errors"
-	"github.com/pith-historian/pith/internal/jsonenc"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pith-historian/pith/internal/jsonenc"
+	"github.com/pith-historian/pith/internal/model"
 
 	"github.com/pith-historian/pith/internal/store"
 )
@@ -22,11 +24,11 @@ type dataQuery struct {
 	tag      string
 	from, to int64
 	points   int
-	agg      store.Agg
+	agg      model.Agg
 }
 
 func (s *Server) parseDataQuery(q url.Values) (dataQuery, error) {
-	d := dataQuery{tag: q.Get("tag"), points: s.opts.DefaultPoints, agg: store.AggMean}
+	d := dataQuery{tag: q.Get("tag"), points: s.opts.DefaultPoints, agg: model.AggMean}
 	if d.tag == "" {
 		return d, &paramError{"missing parameter tag"}
 	}
@@ -51,7 +53,7 @@ func (s *Server) parseDataQuery(q url.Values) (dataQuery, error) {
 		d.points = n
 	}
 	if v := q.Get("agg"); v != "" {
-		if d.agg, err = store.ParseAgg(v); err != nil {
+		if d.agg, err = model.ParseAgg(v); err != nil {
 			return d, &paramError{"parameter agg: " + err.Error()}
 		}
 	}
@@ -89,7 +91,7 @@ func (s *Server) handleData(w http.ResponseWriter, r *http.Request) {
 	b = append(b, `,"agg":"`...)
 	b = append(b, d.agg.String()...)
 	b = append(b, `","points":[`...)
-	if d.agg == store.AggRaw {
+	if d.agg == model.AggRaw {
 		samples, err := s.st.Raw(d.tag, d.from, d.to, d.points)
 		if err != nil {
 			s.queryError(w, d.tag, err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store"
 )
 
@@ -158,6 +160,6 @@ func TestStoreClosed(t *testing.T) {
 
 type closedStore struct{ *fakeStore }
 
-func (closedStore) Aggregate(string, int64, int64, int, store.Agg) ([]store.Bucket, error) {
+func (closedStore) Aggregate(string, int64, int64, int, model.Agg) ([]store.Bucket, error) {
 	return nil, store.ErrClosed
 }

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store"
 )
 
@@ -15,7 +17,7 @@ import (
 // to test the handlers: last write wins, buckets as DESIGN.md defines them.
 type fakeStore struct {
 	mu        sync.Mutex
-	data      map[string][]store.Sample // sorted by time
+	data      map[string][]model.Sample // sorted by time
 	begins    int                       // Begin calls
 	adds      int                       // Tx.Add calls
 	maxAdd    int                       // most points in one Add
@@ -27,13 +29,13 @@ type fakeStore struct {
 	onAdd     func()
 }
 
-func newFakeStore() *fakeStore { return &fakeStore{data: map[string][]store.Sample{}} }
+func newFakeStore() *fakeStore { return &fakeStore{data: map[string][]model.Sample{}} }
 
 var _ Store = (*fakeStore)(nil)
 
 type fakeTx struct {
 	s      *fakeStore
-	staged []store.Point
+	staged []model.Point
 	done   bool
 }
 
@@ -46,7 +48,7 @@ func (s *fakeStore) Begin() Tx {
 	return &fakeTx{s: s}
 }
 
-func (tx *fakeTx) Add(pts []store.Point) error {
+func (tx *fakeTx) Add(pts []model.Point) error {
 	s := tx.s
 	s.mu.Lock()
 	s.adds++
@@ -60,7 +62,7 @@ func (tx *fakeTx) Add(pts []store.Point) error {
 		return err
 	}
 	for _, p := range pts {
-		if store.CheckValue(p.V) != nil || p.Tag == "" {
+		if model.CheckValue(p.V) != nil || p.Tag == "" {
 			return fmt.Errorf("bad point %+v", p)
 		}
 	}
@@ -85,7 +87,7 @@ func (tx *fakeTx) Commit(ctx context.Context) error {
 	for _, p := range tx.staged {
 		ss := s.data[p.Tag]
 		i := sort.Search(len(ss), func(i int) bool { return ss[i].T >= p.T })
-		smp := store.Sample{T: p.T, V: p.V, Q: p.Q}
+		smp := model.Sample{T: p.T, V: p.V, Q: p.Q}
 		if i < len(ss) && ss[i].T == p.T {
 			ss[i] = smp
 		} else {
@@ -106,7 +108,7 @@ func (tx *fakeTx) Rollback() {
 	}
 }
 
-func (s *fakeStore) samples(tag string) ([]store.Sample, error) {
+func (s *fakeStore) samples(tag string) ([]model.Sample, error) {
 	ss, ok := s.data[tag]
 	if !ok {
 		return nil, fmt.Errorf("query %q: %w", tag, store.ErrUnknownTag)
@@ -114,7 +116,7 @@ func (s *fakeStore) samples(tag string) ([]store.Sample, error) {
 	return ss, nil
 }
 
-func (s *fakeStore) Aggregate(tag string, from, to int64, n int, agg store.Agg) ([]store.Bucket, error) {
+func (s *fakeStore) Aggregate(tag string, from, to int64, n int, agg model.Agg) ([]store.Bucket, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss, err := s.samples(tag)
@@ -136,24 +138,24 @@ func (s *fakeStore) Aggregate(tag string, from, to int64, n int, agg store.Agg) 
 		switch {
 		case !b.OK:
 			b.V = smp.V
-			if agg == store.AggCount {
+			if agg == model.AggCount {
 				b.V = 1
 			}
-		case agg == store.AggMin:
+		case agg == model.AggMin:
 			b.V = min(b.V, smp.V)
-		case agg == store.AggMax:
+		case agg == model.AggMax:
 			b.V = max(b.V, smp.V)
-		case agg == store.AggLast:
+		case agg == model.AggLast:
 			b.V = smp.V
-		case agg == store.AggSum, agg == store.AggMean:
+		case agg == model.AggSum, agg == model.AggMean:
 			b.V += smp.V
-		case agg == store.AggCount:
+		case agg == model.AggCount:
 			b.V++
 		}
 		b.OK = true
 		cnt[i]++
 	}
-	if agg == store.AggMean {
+	if agg == model.AggMean {
 		for i := range out {
 			if out[i].OK {
 				out[i].V /= float64(cnt[i])
@@ -163,14 +165,14 @@ func (s *fakeStore) Aggregate(tag string, from, to int64, n int, agg store.Agg) 
 	return out, nil
 }
 
-func (s *fakeStore) Raw(tag string, from, to int64, limit int) ([]store.Sample, error) {
+func (s *fakeStore) Raw(tag string, from, to int64, limit int) ([]model.Sample, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss, err := s.samples(tag)
 	if err != nil {
 		return nil, err
 	}
-	var out []store.Sample
+	var out []model.Sample
 	for _, smp := range ss {
 		if smp.T >= from && smp.T < to && len(out) < limit {
 			out = append(out, smp)

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/ingest"
 	"github.com/pith-historian/pith/internal/store"
 )
@@ -85,7 +87,7 @@ func (s *Server) importBody(ctx context.Context, encoding string, body io.Reader
 		cr.Reset(nil)
 		s.csv.Put(cr)
 	}()
-	batch := s.batches.Get().(*[]store.Point)
+	batch := s.batches.Get().(*[]model.Point)
 	defer func() {
 		clear((*batch)[:cap(*batch)]) // drop tag strings so the pool pins nothing
 		s.batches.Put(batch)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store"
 )
 
@@ -48,7 +50,7 @@ func TestImport(t *testing.T) {
 			if st.commits != 1 || st.rollbacks != 0 {
 				t.Errorf("commits %d rollbacks %d", st.commits, st.rollbacks)
 			}
-			want := []store.Sample{{T: 1000, V: 1.5}, {T: 2000, V: 3, Q: store.QualityBad}}
+			want := []model.Sample{{T: 1000, V: 1.5}, {T: 2000, V: 3, Q: model.QualityBad}}
 			if got := st.data["plant.ai00"]; !equalSamples(got, want) {
 				t.Errorf("stored %v, want %v", got, want)
 			}
@@ -56,7 +58,7 @@ func TestImport(t *testing.T) {
 	}
 }
 
-func equalSamples(a, b []store.Sample) bool {
+func equalSamples(a, b []model.Sample) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -10,8 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/ingest"
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // Options tune a Server. Start from DefaultOptions.
@@ -94,7 +95,7 @@ func NewServer(st Store, opts Options, log *slog.Logger) *Server {
 		importSlots: make(chan struct{}, opts.MaxConcurrentImports)}
 	s.csv.New = func() any { return ingest.NewCSVReader(nil) }
 	s.batches.New = func() any {
-		b := make([]store.Point, 0, opts.ImportBatch)
+		b := make([]model.Point, 0, opts.ImportBatch)
 		return &b
 	}
 	// Methods are checked in the handlers rather than with method patterns

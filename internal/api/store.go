@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store"
 )
 
@@ -12,7 +14,7 @@ import (
 type Tx interface {
 	// Add stages points. It must not keep pts after it returns: the
 	// handler reuses the slice for the next batch.
-	Add(pts []store.Point) error
+	Add(pts []model.Point) error
 	// Commit makes every staged point durable and visible, or none of them.
 	Commit(ctx context.Context) error
 	// Rollback drops the staged points; it is a no-op after Commit.
@@ -25,9 +27,9 @@ type Queries interface {
 	// Aggregate splits [from, to) into n equal buckets and aggregates each
 	// (see DESIGN.md "Public contracts"); store.ErrUnknownTag for a tag
 	// never seen.
-	Aggregate(tag string, from, to int64, n int, agg store.Agg) ([]store.Bucket, error)
+	Aggregate(tag string, from, to int64, n int, agg model.Agg) ([]store.Bucket, error)
 	// Raw returns at most limit stored samples in [from, to), in time order.
-	Raw(tag string, from, to int64, limit int) ([]store.Sample, error)
+	Raw(tag string, from, to int64, limit int) ([]model.Sample, error)
 	// Latest returns the newest sample of each named tag, of all tags when
 	// none is named.
 	Latest(tags ...string) ([]store.Latest, error)
@@ -59,11 +61,11 @@ var _ Store = dbStore[Tx, Store]{}
 
 func (s dbStore[T, D]) Begin() Tx { return s.db.Begin() }
 
-func (s dbStore[T, D]) Aggregate(tag string, from, to int64, n int, agg store.Agg) ([]store.Bucket, error) {
+func (s dbStore[T, D]) Aggregate(tag string, from, to int64, n int, agg model.Agg) ([]store.Bucket, error) {
 	return s.db.Aggregate(tag, from, to, n, agg)
 }
 
-func (s dbStore[T, D]) Raw(tag string, from, to int64, limit int) ([]store.Sample, error) {
+func (s dbStore[T, D]) Raw(tag string, from, to int64, limit int) ([]model.Sample, error) {
 	return s.db.Raw(tag, from, to, limit)
 }
 

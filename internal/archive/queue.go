@@ -26,6 +26,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store"
 )
 
@@ -34,7 +36,7 @@ import (
 // Options.Writers goroutines, each with its own slice, which the writer must
 // not keep after returning. ctx is cancelled only when Close gives up.
 type Writer interface {
-	Write(ctx context.Context, pts []store.Point) error
+	Write(ctx context.Context, pts []model.Point) error
 }
 
 var _ Writer = (*store.DB)(nil)
@@ -63,7 +65,7 @@ const (
 
 // pointBytes is what one queued point costs. Tag strings are not counted:
 // the tag table hands out its definitions' strings, shared by every point.
-const pointBytes = int64(unsafe.Sizeof(store.Point{}))
+const pointBytes = int64(unsafe.Sizeof(model.Point{}))
 
 // DefaultOptions returns the defaults: 10000 points or 200 ms per write,
 // 2 writers, 256 MiB, back-off from 100 ms to 10 s.
@@ -102,7 +104,7 @@ func (o *Options) fill() {
 
 // chunk is one future Write.
 type chunk struct {
-	pts []store.Point
+	pts []model.Point
 	t0  time.Time // arrival of the first point
 }
 
@@ -124,7 +126,7 @@ type Queue struct {
 
 	mu       sync.Mutex
 	shards   []shard
-	free     [][]store.Point
+	free     [][]model.Point
 	pending  int64 // points enqueued and not yet written
 	closing  bool
 	frozenTo time.Time // zero when not frozen
@@ -155,7 +157,7 @@ func New(w Writer, log *slog.Logger, opts Options) *Queue {
 // and counts the points as dropped, when the queue is closed or holding
 // pts would exceed Options.MaxBytes; the whole batch is then refused so
 // that a batch is archived entirely or not at all.
-func (q *Queue) Enqueue(pts []store.Point) bool {
+func (q *Queue) Enqueue(pts []model.Point) bool {
 	if len(pts) == 0 {
 		return true
 	}
@@ -190,7 +192,7 @@ func (q *Queue) Enqueue(pts []store.Point) bool {
 // appendRun appends pts to shard s, starting new chunks as needed and
 // waking the shard's writer when a chunk starts (to arm its delay timer) or
 // fills; q.mu is held.
-func (q *Queue) appendRun(s int, pts []store.Point) {
+func (q *Queue) appendRun(s int, pts []model.Point) {
 	sh := &q.shards[s]
 	for len(pts) > 0 {
 		last := len(sh.chunks) - 1
@@ -211,13 +213,13 @@ func (q *Queue) appendRun(s int, pts []store.Point) {
 	}
 }
 
-func (q *Queue) newChunk() []store.Point {
+func (q *Queue) newChunk() []model.Point {
 	if n := len(q.free); n > 0 {
 		c := q.free[n-1]
 		q.free = q.free[:n-1]
 		return c[:0]
 	}
-	return make([]store.Point, 0, q.opts.MaxBatch)
+	return make([]model.Point, 0, q.opts.MaxBatch)
 }
 
 func notify(c chan struct{}) {
@@ -359,7 +361,7 @@ func (q *Queue) next(sh *shard, timer *time.Timer) (chunk, bool) {
 }
 
 // write calls the Writer until it succeeds, backing off between attempts.
-func (q *Queue) write(pts []store.Point) error {
+func (q *Queue) write(pts []model.Point) error {
 	backoff := q.opts.RetryMin
 	for {
 		start := time.Now()

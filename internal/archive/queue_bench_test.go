@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/tag"
 )
 
@@ -15,7 +16,7 @@ import (
 // the queue itself.
 type countStore struct{ n atomic.Int64 }
 
-func (c *countStore) Write(_ context.Context, pts []store.Point) error {
+func (c *countStore) Write(_ context.Context, pts []model.Point) error {
 	c.n.Add(int64(len(pts)))
 	return nil
 }
@@ -28,9 +29,9 @@ func BenchmarkEnqueue(b *testing.B) {
 		b.Run(fmt.Sprintf("writers=%d", w), func(b *testing.B) {
 			cs := &countStore{}
 			q := New(cs, nil, Options{Writers: w})
-			batch := make([]store.Point, 100)
+			batch := make([]model.Point, 100)
 			for i := range batch {
-				batch[i] = store.Point{Tag: fmt.Sprintf("site.dev.tag%03d", i)}
+				batch[i] = model.Point{Tag: fmt.Sprintf("site.dev.tag%03d", i)}
 			}
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/tag"
 )
 
@@ -16,7 +17,7 @@ import (
 // makes every call wait for ctx.
 type fakeStore struct {
 	mu        sync.Mutex
-	pts       []store.Point
+	pts       []model.Point
 	calls     int
 	maxBatch  int
 	failFirst int
@@ -26,7 +27,7 @@ type fakeStore struct {
 
 func newFakeStore() *fakeStore { return &fakeStore{changed: make(chan struct{}, 1)} }
 
-func (f *fakeStore) Write(ctx context.Context, pts []store.Point) error {
+func (f *fakeStore) Write(ctx context.Context, pts []model.Point) error {
 	if f.block {
 		<-ctx.Done()
 		return ctx.Err()
@@ -64,12 +65,12 @@ func (f *fakeStore) waitFor(t *testing.T, n int) {
 }
 
 // points makes rounds x tags points with T = round, in round-major order.
-func points(tags, rounds int) [][]store.Point {
-	out := make([][]store.Point, rounds)
+func points(tags, rounds int) [][]model.Point {
+	out := make([][]model.Point, rounds)
 	for r := range out {
-		b := make([]store.Point, tags)
+		b := make([]model.Point, tags)
 		for i := range b {
-			b[i] = store.Point{Tag: fmt.Sprintf("t%d", i), T: int64(r), V: float64(r)}
+			b[i] = model.Point{Tag: fmt.Sprintf("t%d", i), T: int64(r), V: float64(r)}
 		}
 		out[r] = b
 	}
@@ -77,7 +78,7 @@ func points(tags, rounds int) [][]store.Point {
 }
 
 // checkOrder verifies that every tag's points arrived once each, in order.
-func checkOrder(t *testing.T, pts []store.Point, tags, rounds int) {
+func checkOrder(t *testing.T, pts []model.Point, tags, rounds int) {
 	t.Helper()
 	if len(pts) != tags*rounds {
 		t.Fatalf("wrote %d points, want %d", len(pts), tags*rounds)

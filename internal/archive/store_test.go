@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store"
 )
 
@@ -52,7 +54,7 @@ func BenchmarkQueueIntoStore(b *testing.B) {
 	}
 	defer db.Close()
 	q := New(db, nil, DefaultOptions())
-	batch := make([]store.Point, 100)
+	batch := make([]model.Point, 100)
 	for i := range batch {
 		batch[i].Tag = fmt.Sprintf("site.dev.tag%03d", i)
 	}

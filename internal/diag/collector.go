@@ -20,6 +20,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/archive"
 	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
@@ -257,7 +259,7 @@ func (c *Collector) pass(r *reading, clock int, slow bool) {
 		v := d.value(r, prev, c)
 		c.vals[i] = v
 		if c.ids != nil && !math.IsNaN(v) {
-			c.batch = append(c.batch, tag.Sample{ID: c.ids[i], T: ms, V: v, Q: store.QualityGood})
+			c.batch = append(c.batch, tag.Sample{ID: c.ids[i], T: ms, V: v, Q: model.QualityGood})
 		}
 	}
 	c.prev[clock], c.hasPrv[clock] = *r, true

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/archive"
 	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
@@ -99,7 +101,7 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error
 			// Two-decimal process values that move a little each scan,
 			// like the plant dataset's analog tags.
 			v := math.Round(100*(250+50*math.Sin(float64(round+int64(i))/500))) / 100
-			batch[i] = tag.Sample{ID: ids[i], T: t0 + round, V: v, Q: store.QualityGood}
+			batch[i] = tag.Sample{ID: ids[i], T: t0 + round, V: v, Q: model.QualityGood}
 		}
 		tab.Update(batch)
 		round++
@@ -161,7 +163,7 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error
 		st.Commit.P99.Round(time.Microsecond), st.Commit.Max.Round(time.Microsecond))
 	if o.Verify {
 		for i := range ids {
-			b, err := db.Aggregate(fmt.Sprintf("bench.t%04d", i), t0, t0+round, 1, store.AggCount)
+			b, err := db.Aggregate(fmt.Sprintf("bench.t%04d", i), t0, t0+round, 1, model.AggCount)
 			if err != nil {
 				return nil, fmt.Errorf("verify tag %d: %w", i, err)
 			}

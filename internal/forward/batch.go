@@ -14,7 +14,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // Format constants. See docs/format/forward.md.
@@ -30,7 +30,7 @@ var ErrBadBatch = errors.New("bad batch")
 // appendBatch appends the encoding of pts, enqueued at enq (Unix ms), to
 // dst. Tag names are written once per batch in a table, so that a batch of
 // many samples of few tags costs about 11 bytes per point.
-func appendBatch(dst []byte, enq int64, pts []store.Point, tags map[string]uint64, order []string) []byte {
+func appendBatch(dst []byte, enq int64, pts []model.Point, tags map[string]uint64, order []string) []byte {
 	clear(tags)
 	order = order[:0]
 	for i := range pts {
@@ -61,7 +61,7 @@ func appendBatch(dst []byte, enq int64, pts []store.Point, tags map[string]uint6
 
 // EncodeBatch returns the encoding of pts enqueued at enq (Unix ms), the
 // payload a sink publishes.
-func EncodeBatch(enq int64, pts []store.Point) []byte {
+func EncodeBatch(enq int64, pts []model.Point) []byte {
 	return appendBatch(nil, enq, pts, map[string]uint64{}, nil)
 }
 
@@ -82,7 +82,7 @@ func batchHeader(b []byte) (enq int64, n int, err error) {
 // DecodeBatch decodes an encoded batch, appending its points to dst. It
 // returns the enqueue time (Unix ms) and the points. Tag names are shared
 // by the points of one tag, so a batch costs one string per tag.
-func DecodeBatch(dst []store.Point, b []byte) (int64, []store.Point, error) {
+func DecodeBatch(dst []model.Point, b []byte) (int64, []model.Point, error) {
 	enq, n, err := batchHeader(b)
 	if err != nil {
 		return 0, dst, err
@@ -126,11 +126,11 @@ func DecodeBatch(dst []store.Point, b []byte) (int64, []store.Point, error) {
 		}
 		off += k
 		prev += dt
-		out[i] = store.Point{
+		out[i] = model.Point{
 			Tag: tags[ti],
 			T:   prev,
 			V:   math.Float64frombits(binary.LittleEndian.Uint64(b[off:])),
-			Q:   store.Quality(b[off+8]),
+			Q:   model.Quality(b[off+8]),
 		}
 		off += 9
 	}

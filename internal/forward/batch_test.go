@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden batch files in testdata")
@@ -18,14 +18,14 @@ var update = flag.Bool("update", false, "rewrite the golden batch files in testd
 var goldenBatches = []struct {
 	name string
 	enq  int64
-	pts  []store.Point
+	pts  []model.Point
 }{
 	{"empty", 1_700_000_000_000, nil},
-	{"one", 1_700_000_000_000, []store.Point{{Tag: "plant.boiler.temp", T: 1_700_000_000_000, V: 81.5}}},
-	{"mixed", 1_700_000_001_000, []store.Point{
-		{Tag: "a", T: 1_700_000_000_000, V: 1, Q: store.QualityGood},
-		{Tag: "b", T: 1_700_000_000_000, V: -2.25, Q: store.QualityBad},
-		{Tag: "a", T: 1_700_000_001_000, V: math.MaxFloat64, Q: store.QualityUncertain},
+	{"one", 1_700_000_000_000, []model.Point{{Tag: "plant.boiler.temp", T: 1_700_000_000_000, V: 81.5}}},
+	{"mixed", 1_700_000_001_000, []model.Point{
+		{Tag: "a", T: 1_700_000_000_000, V: 1, Q: model.QualityGood},
+		{Tag: "b", T: 1_700_000_000_000, V: -2.25, Q: model.QualityBad},
+		{Tag: "a", T: 1_700_000_001_000, V: math.MaxFloat64, Q: model.QualityUncertain},
 		{Tag: "a", T: 1_699_999_999_000, V: 0}, // out of order: a negative delta
 	}},
 }
@@ -108,10 +108,10 @@ func FuzzDecodeBatch(f *testing.F) {
 }
 
 // benchPoints is a batch of 10,000 points over 100 tags, 1 s apart.
-func benchPoints() []store.Point {
-	pts := make([]store.Point, 10000)
+func benchPoints() []model.Point {
+	pts := make([]model.Point, 10000)
 	for i := range pts {
-		pts[i] = store.Point{Tag: "plant.area" + string(rune('a'+i%100/10)) + ".tag" + string(rune('0'+i%10)), T: 1_700_000_000_000 + int64(i/100)*1000, V: float64(i) * 0.1}
+		pts[i] = model.Point{Tag: "plant.area" + string(rune('a'+i%100/10)) + ".tag" + string(rune('0'+i%10)), T: 1_700_000_000_000 + int64(i/100)*1000, V: float64(i) * 0.1}
 	}
 	return pts
 }
@@ -131,7 +131,7 @@ func BenchmarkEncodeBatch(b *testing.B) {
 func BenchmarkDecodeBatch(b *testing.B) {
 	pts := benchPoints()
 	enc := EncodeBatch(1, pts)
-	var out []store.Point
+	var out []model.Point
 	b.ReportAllocs()
 	b.SetBytes(int64(len(enc)))
 	for b.Loop() {

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // BenchmarkForwardNATS measures values forwarded per second from one edge:
@@ -119,7 +119,7 @@ func BenchmarkConsumeNATS(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	go func() {
-		done <- Consume(ctx, url, []string{sink.Subject()}, "bench"+site, func(_ string, p []store.Point) error {
+		done <- Consume(ctx, url, []string{sink.Subject()}, "bench"+site, func(_ string, p []model.Point) error {
 			n.Add(int64(len(p)))
 			return nil
 		}, nil)

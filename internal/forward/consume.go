@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // Consumer tuning. See docs/format/forward.md for the messages.
@@ -25,7 +25,7 @@ const (
 
 // SinkFunc receives the points of one batch published by site. Returning
 // nil means the points are durable: the message is then acknowledged.
-type SinkFunc func(site string, pts []store.Point) error
+type SinkFunc func(site string, pts []model.Point) error
 
 // Consume pulls batches from the JetStream stream holding subjects with
 // the durable pull consumer named durable (created or updated), and calls
@@ -73,7 +73,7 @@ func Consume(ctx context.Context, url string, subjects []string, durable string,
 		return fmt.Errorf("create consumer %s on %s: %w", durable, stream, err)
 	}
 	log.Info("consuming", "stream", stream, "subjects", subjects, "durable", durable)
-	var pts []store.Point
+	var pts []model.Point
 	for ctx.Err() == nil {
 		batch, err := cons.Fetch(consumeFetch, jetstream.FetchMaxWait(consumeFetchWait))
 		if err != nil {

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // Defaults and limits of the HTTP sink. See docs/format/forward.md.
@@ -56,7 +56,7 @@ type HTTPSink struct {
 	client *http.Client
 
 	mu     sync.Mutex
-	pts    []store.Point
+	pts    []model.Point
 	names  map[string]string // tag -> "<site>.<tag>"
 	body   bytes.Buffer      // gzipped CSV
 	row    []byte
@@ -160,7 +160,7 @@ func httpPermanent(code int) bool {
 }
 
 // encode writes pts as gzipped CSV into s.body.
-func (s *HTTPSink) encode(pts []store.Point) error {
+func (s *HTTPSink) encode(pts []model.Point) error {
 	if len(s.names) > httpMaxSiteTagsLen {
 		clear(s.names)
 	}
@@ -193,13 +193,13 @@ func (s *HTTPSink) encode(pts []store.Point) error {
 // "tag,unix_ms,value\n", or "tag,unix_ms,value,quality\n" when the
 // quality is not good. Values are written in the shortest form that
 // reads back exactly.
-func AppendCSVRow(dst []byte, tag string, p *store.Point) []byte {
+func AppendCSVRow(dst []byte, tag string, p *model.Point) []byte {
 	dst = append(dst, tag...)
 	dst = append(dst, ',')
 	dst = strconv.AppendInt(dst, p.T, 10)
 	dst = append(dst, ',')
 	dst = strconv.AppendFloat(dst, p.V, 'g', -1, 64)
-	if p.Q != store.QualityGood {
+	if p.Q != model.QualityGood {
 		dst = append(dst, ',')
 		dst = append(dst, p.Q.String()...)
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/store"
 )
@@ -49,16 +51,16 @@ func newHTTPSink(t *testing.T, o HTTPOptions) *HTTPSink {
 }
 
 // storedRows returns every stored sample of tags in time order.
-func storedRows(t *testing.T, db *store.DB, tags ...string) []store.Point {
+func storedRows(t *testing.T, db *store.DB, tags ...string) []model.Point {
 	t.Helper()
-	var out []store.Point
+	var out []model.Point
 	for _, tag := range tags {
 		ss, err := db.Raw(tag, math.MinInt64/2, math.MaxInt64/2, 1_000_000)
 		if err != nil {
 			t.Fatalf("read %s: %v", tag, err)
 		}
 		for _, s := range ss {
-			out = append(out, store.Point{Tag: tag, T: s.T, V: s.V, Q: s.Q})
+			out = append(out, model.Point{Tag: tag, T: s.T, V: s.V, Q: s.Q})
 		}
 	}
 	return out
@@ -71,10 +73,10 @@ func TestHTTPSinkRoundTrip(t *testing.T) {
 		t.Errorf("target %q, want %q", got, want)
 	}
 	now := time.Now().UnixMilli()
-	b1 := []store.Point{
+	b1 := []model.Point{
 		{Tag: "hx.t_out", T: now, V: 61.5},
-		{Tag: "hx.t_out", T: now + 1000, V: 0.30000000000000004, Q: store.QualityUncertain},
-		{Tag: "pump.run", T: now + 500, V: 1, Q: store.QualityBad},
+		{Tag: "hx.t_out", T: now + 1000, V: 0.30000000000000004, Q: model.QualityUncertain},
+		{Tag: "pump.run", T: now + 500, V: 1, Q: model.QualityBad},
 		{Tag: "hx.t_out", T: now, V: 61.7}, // same time again: the last wins
 		{Tag: "tiny", T: now, V: -5e-324},
 	}
@@ -92,7 +94,7 @@ func TestHTTPSinkRoundTrip(t *testing.T) {
 	checkRows(t, storedRows(t, db, tags...), want)
 
 	// A later batch overwrites: the last write wins.
-	b2 := []store.Point{{Tag: "hx.t_out", T: now + 1000, V: 63}}
+	b2 := []model.Point{{Tag: "hx.t_out", T: now + 1000, V: 63}}
 	if err := send(t, s, "edge1-1-100", b2); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +104,7 @@ func TestHTTPSinkRoundTrip(t *testing.T) {
 func TestHTTPSinkRefusals(t *testing.T) {
 	url, key, db := centralPith(t)
 	now := time.Now().UnixMilli()
-	good := []store.Point{{Tag: "a", T: now, V: 1}}
+	good := []model.Point{{Tag: "a", T: now, V: 1}}
 
 	// A wrong key or URL is a config error: retried, not set aside.
 	for _, o := range []HTTPOptions{
@@ -117,7 +119,7 @@ func TestHTTPSinkRefusals(t *testing.T) {
 	}
 	// A value the import refuses refuses the batch; nothing is stored.
 	s := newHTTPSink(t, HTTPOptions{URL: url, Key: key})
-	bad := []store.Point{{Tag: "a", T: now, V: 1}, {Tag: "a", T: now + 1, V: math.NaN()}}
+	bad := []model.Point{{Tag: "a", T: now, V: 1}, {Tag: "a", T: now + 1, V: math.NaN()}}
 	if err := send(t, s, "x-1-10", bad); !errors.Is(err, ErrPermanent) || !strings.Contains(err.Error(), "400") {
 		t.Errorf("send of NaN: %v, want ErrPermanent with 400", err)
 	}
@@ -179,9 +181,9 @@ func TestHTTPSinkQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UnixMilli()
-	var all []store.Point
+	var all []model.Point
 	for i := range 25_000 {
-		all = append(all, store.Point{Tag: fmt.Sprintf("u%d.v", i%3), T: now + int64(i), V: float64(i)})
+		all = append(all, model.Point{Tag: fmt.Sprintf("u%d.v", i%3), T: now + int64(i), V: float64(i)})
 	}
 	if err := q.Enqueue(context.Background(), all); err != nil {
 		t.Fatal(err)
@@ -198,12 +200,12 @@ func TestHTTPSinkQueue(t *testing.T) {
 
 func TestAppendCSVRow(t *testing.T) {
 	for _, tt := range []struct {
-		p    store.Point
+		p    model.Point
 		want string
 	}{
-		{store.Point{T: 1700000000000, V: 61.5}, "s.t,1700000000000,61.5\n"},
-		{store.Point{T: -1, V: -1e-300, Q: store.QualityBad}, "s.t,-1,-1e-300,bad\n"},
-		{store.Point{T: 0, V: 0, Q: store.QualityUncertain}, "s.t,0,0,uncertain\n"},
+		{model.Point{T: 1700000000000, V: 61.5}, "s.t,1700000000000,61.5\n"},
+		{model.Point{T: -1, V: -1e-300, Q: model.QualityBad}, "s.t,-1,-1e-300,bad\n"},
+		{model.Point{T: 0, V: 0, Q: model.QualityUncertain}, "s.t,0,0,uncertain\n"},
 	} {
 		if got := string(AppendCSVRow(nil, "s.t", &tt.p)); got != tt.want {
 			t.Errorf("row of %+v = %q, want %q", tt.p, got, tt.want)

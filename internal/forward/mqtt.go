@@ -14,10 +14,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
-
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // Defaults and limits of the MQTT sink. See docs/format/forward.md.
@@ -73,7 +73,7 @@ type MQTTSink struct {
 	seed maphash.Seed
 
 	mu     sync.Mutex
-	pts    []store.Point
+	pts    []model.Point
 	topics map[string]string // tag -> topic
 	closed bool
 }
@@ -173,7 +173,7 @@ func mqttTopic(prefix, tag string) string {
 // AppendMQTTPayload appends the JSON payload of one point:
 // {"ts":<Unix ms>,"value":<number>,"quality":"good|bad|uncertain"}. A
 // non-finite value, which JSON cannot write, is null.
-func AppendMQTTPayload(dst []byte, p store.Point) []byte {
+func AppendMQTTPayload(dst []byte, p model.Point) []byte {
 	dst = append(dst, `{"ts":`...)
 	dst = strconv.AppendInt(dst, p.T, 10)
 	dst = append(dst, `,"value":`...)
@@ -214,7 +214,7 @@ func (s *MQTTSink) Send(ctx context.Context, b Batch) error {
 
 // publish sends pts from mqttWorkers goroutines, each tag on one of them
 // so that its points stay in order, and returns the first error.
-func (s *MQTTSink) publish(ctx context.Context, id string, pts []store.Point) error {
+func (s *MQTTSink) publish(ctx context.Context, id string, pts []model.Point) error {
 	if len(s.topics) > mqttMaxTopics {
 		clear(s.topics)
 	}

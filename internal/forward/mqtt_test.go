@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
-
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // mqttURL returns the test broker's URL, or skips. Run it with
@@ -48,14 +48,14 @@ func TestMQTTTopic(t *testing.T) {
 
 func TestMQTTPayload(t *testing.T) {
 	for _, tt := range []struct {
-		p    store.Point
+		p    model.Point
 		want string
 	}{
-		{store.Point{T: 1700000000000, V: 61.5}, `{"ts":1700000000000,"value":61.5,"quality":"good"}`},
-		{store.Point{T: -5, V: -1e300, Q: store.QualityBad}, `{"ts":-5,"value":-1e+300,"quality":"bad"}`},
-		{store.Point{T: 0, V: math.NaN(), Q: store.QualityUncertain}, `{"ts":0,"value":null,"quality":"uncertain"}`},
-		{store.Point{T: 1, V: math.Inf(1)}, `{"ts":1,"value":null,"quality":"good"}`},
-		{store.Point{T: 1, V: 0.30000000000000004}, `{"ts":1,"value":0.30000000000000004,"quality":"good"}`},
+		{model.Point{T: 1700000000000, V: 61.5}, `{"ts":1700000000000,"value":61.5,"quality":"good"}`},
+		{model.Point{T: -5, V: -1e300, Q: model.QualityBad}, `{"ts":-5,"value":-1e+300,"quality":"bad"}`},
+		{model.Point{T: 0, V: math.NaN(), Q: model.QualityUncertain}, `{"ts":0,"value":null,"quality":"uncertain"}`},
+		{model.Point{T: 1, V: math.Inf(1)}, `{"ts":1,"value":null,"quality":"good"}`},
+		{model.Point{T: 1, V: 0.30000000000000004}, `{"ts":1,"value":0.30000000000000004,"quality":"good"}`},
 	} {
 		got := string(AppendMQTTPayload(nil, tt.p))
 		if got != tt.want {
@@ -148,13 +148,13 @@ func TestMQTTSinkRoundTrip(t *testing.T) {
 	msgs := subscribe(t, broker, prefix+"/#")
 	s := newMQTTSink(t, broker, prefix)
 
-	var pts []store.Point
+	var pts []model.Point
 	for i := range 2000 {
-		pts = append(pts, store.Point{
+		pts = append(pts, model.Point{
 			Tag: fmt.Sprintf("plant.unit%d.signal", i%7),
 			T:   1_700_000_000_000 + int64(i),
 			V:   float64(i) / 4,
-			Q:   store.Quality(i % 3),
+			Q:   model.Quality(i % 3),
 		})
 	}
 	if err := send(t, s, "edge1-3-42", pts); err != nil {
@@ -218,7 +218,7 @@ func TestMQTTSinkRefusals(t *testing.T) {
 	defer down.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	pts := []store.Point{{Tag: "a", T: 1, V: 1}}
+	pts := []model.Point{{Tag: "a", T: 1, V: 1}}
 	err = down.Send(ctx, Batch{ID: "x-1-0", Payload: EncodeBatch(1, pts), Points: 1})
 	if err == nil || errors.Is(err, ErrPermanent) {
 		t.Errorf("send to a closed port: %v, want a retryable error", err)
@@ -244,7 +244,7 @@ func TestMQTTSinkQueue(t *testing.T) {
 	}
 	defer q.Close()
 	for i := range 5 {
-		if err := q.Enqueue(context.Background(), []store.Point{{Tag: "x.y", T: int64(i), V: float64(i)}}); err != nil {
+		if err := q.Enqueue(context.Background(), []model.Point{{Tag: "x.y", T: int64(i), V: float64(i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // natsURL returns the test server's URL, or skips. Run the server with
@@ -50,7 +50,7 @@ func newNATSSink(t testing.TB, url, site string) *NATSSink {
 
 // streamMessages reads every message of subject from the stream and
 // purges them afterwards.
-func streamMessages(t testing.TB, url, subject string) (ids []string, pts []store.Point) {
+func streamMessages(t testing.TB, url, subject string) (ids []string, pts []model.Point) {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -229,9 +229,9 @@ func TestConsume(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	got := make(chan []store.Point, 10)
+	got := make(chan []model.Point, 10)
 	failed := false
-	consume := func(s string, pts []store.Point) error {
+	consume := func(s string, pts []model.Point) error {
 		if s != site {
 			t.Errorf("site = %q, want %q", s, site)
 		}
@@ -245,7 +245,7 @@ func TestConsume(t *testing.T) {
 	durable := "test" + site
 	done := make(chan error, 1)
 	go func() { done <- Consume(ctx, url, []string{sink.Subject()}, durable, consume, nil) }()
-	var all []store.Point
+	var all []model.Point
 	seen := map[int64]bool{}
 	for len(seen) < 5000 {
 		select {

@@ -10,10 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // Defaults and limits of the PostgreSQL sink. See docs/format/forward.md.
@@ -70,8 +70,8 @@ type PostgresSink struct {
 	mu     sync.Mutex
 	conn   *pgx.Conn
 	ready  bool          // the table is known to exist
-	pts    []store.Point // decoded batch
-	sorted []store.Point // pts by tag and time, last wins
+	pts    []model.Point // decoded batch
+	sorted []model.Point // pts by tag and time, last wins
 	stage  pgStageRows
 	closed bool
 
@@ -173,7 +173,7 @@ func (s *PostgresSink) Send(ctx context.Context, b Batch) error {
 // server refuses the copy with a unique violation; the batch is then
 // copied into the staging table and upserted from there, in the same
 // transaction.
-func (s *PostgresSink) write(ctx context.Context, pts []store.Point) error {
+func (s *PostgresSink) write(ctx context.Context, pts []model.Point) error {
 	tx, err := s.conn.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -358,14 +358,14 @@ var pgStageColumns = []string{"tag", "ts", "value", "quality"}
 // tag name and quality once per batch rather than once per point.
 type pgStageRows struct {
 	site  string
-	pts   []store.Point
+	pts   []model.Point
 	i     int
 	row   [4]any
 	tags  map[string]any
 	quals [256]any
 }
 
-func (r *pgStageRows) reset(site string, pts []store.Point) {
+func (r *pgStageRows) reset(site string, pts []model.Point) {
 	if r.tags == nil || r.site != site {
 		r.tags = make(map[string]any)
 	}

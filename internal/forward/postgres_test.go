@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/pith-historian/pith/internal/model"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/jackc/pgx/v5"
 )
 
 // pgURL returns the test database's URL, or skips. Run it with
@@ -64,21 +64,21 @@ func newPostgresSink(tb testing.TB, url, table, site string) *PostgresSink {
 }
 
 // pgRows reads the whole table, ordered by tag and time.
-func pgRows(t *testing.T, c *pgx.Conn, table string) []store.Point {
+func pgRows(t *testing.T, c *pgx.Conn, table string) []model.Point {
 	t.Helper()
 	rows, err := c.Query(context.Background(),
 		"SELECT tag, (extract(epoch FROM ts) * 1000)::bigint, value, quality FROM "+table+" ORDER BY tag, ts")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []store.Point
+	var got []model.Point
 	for rows.Next() {
-		var p store.Point
+		var p model.Point
 		var q int16
 		if err := rows.Scan(&p.Tag, &p.T, &p.V, &q); err != nil {
 			t.Fatal(err)
 		}
-		p.Q = store.Quality(q)
+		p.Q = model.Quality(q)
 		got = append(got, p)
 	}
 	if err := rows.Err(); err != nil {
@@ -89,8 +89,8 @@ func pgRows(t *testing.T, c *pgx.Conn, table string) []store.Point {
 
 // wantRows returns what the table must hold after pts were sent from
 // site: the last point of each tag and time, tags prefixed, sorted.
-func wantRows(site string, pts ...[]store.Point) []store.Point {
-	var all []store.Point
+func wantRows(site string, pts ...[]model.Point) []model.Point {
+	var all []model.Point
 	for _, b := range pts {
 		all = append(all, b...)
 	}
@@ -101,7 +101,7 @@ func wantRows(site string, pts ...[]store.Point) []store.Point {
 	return all
 }
 
-func checkRows(t *testing.T, got, want []store.Point) {
+func checkRows(t *testing.T, got, want []model.Point) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("table holds %d rows, want %d", len(got), len(want))
@@ -114,7 +114,7 @@ func checkRows(t *testing.T, got, want []store.Point) {
 	}
 }
 
-func send(t *testing.T, s Sink, id string, pts []store.Point) error {
+func send(t *testing.T, s Sink, id string, pts []model.Point) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -127,10 +127,10 @@ func TestPostgresSinkRoundTrip(t *testing.T) {
 	table := pgTable(t, c)
 	s := newPostgresSink(t, url, table, "edge1")
 
-	b1 := []store.Point{
+	b1 := []model.Point{
 		{Tag: "hx.t_out", T: 1_700_000_000_000, V: 61.5},
-		{Tag: "hx.t_out", T: 1_700_000_001_000, V: 62, Q: store.QualityUncertain},
-		{Tag: "pump.run", T: 1_700_000_000_500, V: 1, Q: store.QualityBad},
+		{Tag: "hx.t_out", T: 1_700_000_001_000, V: 62, Q: model.QualityUncertain},
+		{Tag: "pump.run", T: 1_700_000_000_500, V: 1, Q: model.QualityBad},
 		{Tag: "hx.t_out", T: 1_700_000_000_000, V: 61.7}, // same time again: the last wins
 		{Tag: "odd.values", T: -1000, V: math.Inf(-1)},
 		{Tag: "odd.values", T: 0, V: math.NaN()},
@@ -148,7 +148,7 @@ func TestPostgresSinkRoundTrip(t *testing.T) {
 	checkRows(t, pgRows(t, c, table), wantRows("edge1", b1))
 
 	// A later batch overwrites a value: the last write wins.
-	b2 := []store.Point{
+	b2 := []model.Point{
 		{Tag: "hx.t_out", T: 1_700_000_001_000, V: 63},
 		{Tag: "hx.t_out", T: 1_700_000_002_000, V: 64},
 	}
@@ -178,9 +178,9 @@ func TestPostgresSinkGrafanaQuery(t *testing.T) {
 	s := newPostgresSink(t, url, table, "edge2")
 
 	const t0 = 1_700_000_040_000 // a whole minute
-	var pts []store.Point
+	var pts []model.Point
 	for i := range 180 { // three minutes of one value per second
-		pts = append(pts, store.Point{Tag: "boiler.temp", T: t0 + int64(i)*1000, V: float64(i / 60)})
+		pts = append(pts, model.Point{Tag: "boiler.temp", T: t0 + int64(i)*1000, V: float64(i / 60)})
 	}
 	if err := send(t, s, "edge2-1-0", pts); err != nil {
 		t.Fatal(err)
@@ -225,7 +225,7 @@ func TestPostgresSinkRefusals(t *testing.T) {
 	table := pgTable(t, c)
 	s := newPostgresSink(t, url, table, "")
 
-	ok := []store.Point{{Tag: "a", T: 1000, V: 1}}
+	ok := []model.Point{{Tag: "a", T: 1000, V: 1}}
 	if err := send(t, s, "x-1-0", ok); err != nil {
 		t.Fatal(err)
 	}
@@ -233,11 +233,11 @@ func TestPostgresSinkRefusals(t *testing.T) {
 	if _, err := c.Exec(context.Background(), "ALTER TABLE "+table+" ADD CHECK (value < 1000)"); err != nil {
 		t.Fatal(err)
 	}
-	err := send(t, s, "x-1-10", []store.Point{{Tag: "a", T: 2000, V: 5000}})
+	err := send(t, s, "x-1-10", []model.Point{{Tag: "a", T: 2000, V: 5000}})
 	if !errors.Is(err, ErrPermanent) || !strings.Contains(err.Error(), "23514") {
 		t.Errorf("send past a check constraint: %v, want ErrPermanent with SQLSTATE 23514", err)
 	}
-	err = send(t, s, "x-1-20", []store.Point{{Tag: "a", T: math.MaxInt64, V: 1}})
+	err = send(t, s, "x-1-20", []model.Point{{Tag: "a", T: math.MaxInt64, V: 1}})
 	if !errors.Is(err, ErrPermanent) {
 		t.Errorf("send of a time past timestamptz: %v, want ErrPermanent", err)
 	}
@@ -246,10 +246,10 @@ func TestPostgresSinkRefusals(t *testing.T) {
 		t.Errorf("send of a damaged batch: %v, want ErrPermanent", err)
 	}
 	// Nothing of the refused batches was written; the sink still works.
-	if err := send(t, s, "x-1-40", []store.Point{{Tag: "b", T: 1000, V: 2}}); err != nil {
+	if err := send(t, s, "x-1-40", []model.Point{{Tag: "b", T: 1000, V: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	checkRows(t, pgRows(t, c, table), []store.Point{{Tag: "a", T: 1000, V: 1}, {Tag: "b", T: 1000, V: 2}})
+	checkRows(t, pgRows(t, c, table), []model.Point{{Tag: "a", T: 1000, V: 1}, {Tag: "b", T: 1000, V: 2}})
 
 	// An existing table without a unique index on (tag, ts) is not used.
 	bare := pgTable(t, c)
@@ -281,7 +281,7 @@ func TestPostgresSinkReconnect(t *testing.T) {
 	table := pgTable(t, c)
 	s := newPostgresSink(t, url, table, "edge3")
 
-	b1 := []store.Point{{Tag: "a", T: 1000, V: 1}}
+	b1 := []model.Point{{Tag: "a", T: 1000, V: 1}}
 	if err := send(t, s, "edge3-1-0", b1); err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestPostgresSinkReconnect(t *testing.T) {
 	if err := c.QueryRow(context.Background(), "SELECT pg_terminate_backend($1)", pid).Scan(&killed); err != nil || !killed {
 		t.Fatalf("terminate backend %d: %v %v", pid, killed, err)
 	}
-	b2 := []store.Point{{Tag: "a", T: 2000, V: 2}}
+	b2 := []model.Point{{Tag: "a", T: 2000, V: 2}}
 	if err := send(t, s, "edge3-1-10", b2); err != nil {
 		if errors.Is(err, ErrPermanent) {
 			t.Fatalf("send on a killed session: %v, want a retryable error", err)
@@ -326,9 +326,9 @@ func TestPostgresSinkQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var all []store.Point
+	var all []model.Point
 	for i := range 5 {
-		pts := []store.Point{{Tag: "x.y", T: int64(i) * 1000, V: float64(i)}, {Tag: "x.z", T: int64(i) * 1000, V: -float64(i)}}
+		pts := []model.Point{{Tag: "x.y", T: int64(i) * 1000, V: float64(i)}, {Tag: "x.z", T: int64(i) * 1000, V: -float64(i)}}
 		all = append(all, pts...)
 		if err := q.Enqueue(context.Background(), pts); err != nil {
 			t.Fatal(err)
@@ -354,7 +354,7 @@ func TestPostgresSinkQueue(t *testing.T) {
 func BenchmarkPostgresSink(b *testing.B) {
 	url := pgURL(b)
 	pts := benchPoints()
-	batch := func(n int) []store.Point {
+	batch := func(n int) []model.Point {
 		out := slices.Clone(pts)
 		for i := range out {
 			out[i].T += int64(n) * 100_000
@@ -412,7 +412,7 @@ func BenchmarkPostgresSink(b *testing.B) {
 				` (tag text COLLATE "C" NOT NULL, ts timestamptz NOT NULL, value double precision, quality smallint NOT NULL`+anchor.ddl+")"); err != nil {
 				b.Fatal(err)
 			}
-			batches := make([][]store.Point, b.N)
+			batches := make([][]model.Point, b.N)
 			for n := range batches {
 				batches[n] = lastWins(nil, batch(n))
 			}

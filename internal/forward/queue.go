@@ -10,7 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store/wal"
 )
 
@@ -304,7 +305,7 @@ func (q *Queue) scan() error {
 
 // Enqueue appends pts to the queue, in batches of at most MaxBatchPoints,
 // and returns once they are durable under the WAL's durability mode.
-func (q *Queue) Enqueue(ctx context.Context, pts []store.Point) error {
+func (q *Queue) Enqueue(ctx context.Context, pts []model.Point) error {
 	now := time.Now().UnixMilli()
 	for len(pts) > 0 {
 		n := min(len(pts), q.opts.MaxBatchPoints)
@@ -316,7 +317,7 @@ func (q *Queue) Enqueue(ctx context.Context, pts []store.Point) error {
 	return nil
 }
 
-func (q *Queue) enqueueBatch(ctx context.Context, now int64, pts []store.Point) error {
+func (q *Queue) enqueueBatch(ctx context.Context, now int64, pts []model.Point) error {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()

@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // fakeSink records what it receives and fails on demand.
 type fakeSink struct {
 	mu      sync.Mutex
 	ids     []string
-	points  []store.Point
+	points  []model.Point
 	down    bool            // every send fails with a retryable error
 	refuse  map[string]bool // batch ids refused permanently
 	sendErr int
@@ -52,7 +52,7 @@ func (s *fakeSink) setDown(d bool) {
 	s.mu.Unlock()
 }
 
-func (s *fakeSink) got() ([]string, []store.Point) {
+func (s *fakeSink) got() ([]string, []model.Point) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.ids), slices.Clone(s.points)
@@ -68,11 +68,11 @@ func testOptions() Options {
 }
 
 // points returns n points numbered from first, over three tags.
-func points(first, n int) []store.Point {
-	pts := make([]store.Point, n)
+func points(first, n int) []model.Point {
+	pts := make([]model.Point, n)
 	for i := range pts {
 		k := first + i
-		pts[i] = store.Point{Tag: fmt.Sprintf("t%d", k%3), T: int64(1_700_000_000_000 + k*1000), V: float64(k), Q: store.Quality(k % 3)}
+		pts[i] = model.Point{Tag: fmt.Sprintf("t%d", k%3), T: int64(1_700_000_000_000 + k*1000), V: float64(k), Q: model.Quality(k % 3)}
 	}
 	return pts
 }
@@ -90,7 +90,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 }
 
 // checkSeq checks that pts are the points numbered 0..n-1, in order.
-func checkSeq(t *testing.T, pts []store.Point, n int) {
+func checkSeq(t *testing.T, pts []model.Point, n int) {
 	t.Helper()
 	if len(pts) != n {
 		t.Fatalf("got %d points, want %d", len(pts), n)

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // Helpers shared by the sinks that decode batches (PostgreSQL, MQTT,
@@ -26,7 +26,7 @@ func siteTag(site, tag string) string {
 // store does, and returns dst. Points are bucketed by tag (a counting
 // sort over the few distinct tags of a batch), and each tag's run, which
 // is nearly always in time order already, is sorted stably by time.
-func lastWins(dst, pts []store.Point) []store.Point {
+func lastWins(dst, pts []model.Point) []model.Point {
 	rank := make(map[string]int)
 	var names []string
 	for i := range pts {
@@ -62,7 +62,7 @@ func lastWins(dst, pts []store.Point) []store.Point {
 		out[next[r]] = pts[i]
 		next[r]++
 	}
-	byTime := func(a, b store.Point) int { return cmp.Compare(a.T, b.T) }
+	byTime := func(a, b model.Point) int { return cmp.Compare(a.T, b.T) }
 	w := 0
 	for r := range names {
 		run := out[start[r]:start[r+1]]

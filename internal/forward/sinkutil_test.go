@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // TestLastWins checks lastWins against a naive model: a map from tag and
@@ -16,26 +16,26 @@ func TestLastWins(t *testing.T) {
 	tags := []string{"b", "a", "c.d", "a.b", "zz"}
 	for iter := range 500 {
 		n := rng.IntN(60)
-		pts := make([]store.Point, n)
+		pts := make([]model.Point, n)
 		for i := range pts {
-			pts[i] = store.Point{Tag: tags[rng.IntN(1+iter%len(tags))], T: int64(rng.IntN(12)) - 3, V: float64(i), Q: store.Quality(rng.IntN(3))}
+			pts[i] = model.Point{Tag: tags[rng.IntN(1+iter%len(tags))], T: int64(rng.IntN(12)) - 3, V: float64(i), Q: model.Quality(rng.IntN(3))}
 		}
 		type key struct {
 			tag string
 			t   int64
 		}
-		model := map[key]store.Point{}
+		naive := map[key]model.Point{}
 		for _, p := range pts {
-			model[key{p.Tag, p.T}] = p
+			naive[key{p.Tag, p.T}] = p
 		}
-		var want []store.Point
-		for _, p := range model {
+		var want []model.Point
+		for _, p := range naive {
 			want = append(want, p)
 		}
-		slices.SortFunc(want, func(a, b store.Point) int {
+		slices.SortFunc(want, func(a, b model.Point) int {
 			return cmp.Or(cmp.Compare(a.Tag, b.Tag), cmp.Compare(a.T, b.T))
 		})
-		prefix := []store.Point{{Tag: "kept"}}
+		prefix := []model.Point{{Tag: "kept"}}
 		got := lastWins(slices.Clone(prefix), pts)
 		if got[0].Tag != "kept" || !slices.Equal(got[1:], want) {
 			t.Fatalf("lastWins(%v) = %v, want %v", pts, got[1:], want)

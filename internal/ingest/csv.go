@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // Limits of the CSV import format.
@@ -99,7 +99,7 @@ func (c *CSVReader) Line() int { return c.line }
 // exhausted. A bad row
 // gives a *LineError; a failing reader gives its error unchanged. Errors are
 // sticky: every later call returns the same one.
-func (c *CSVReader) Next(dst []store.Point, max int) ([]store.Point, error) {
+func (c *CSVReader) Next(dst []model.Point, max int) ([]model.Point, error) {
 	if c.err != nil {
 		return dst, c.err
 	}
@@ -250,8 +250,8 @@ var tagChars = func() (t [256]bool) {
 }()
 
 // parseRow parses one non-blank line.
-func (c *CSVReader) parseRow(line []byte) (store.Point, error) {
-	var p store.Point
+func (c *CSVReader) parseRow(line []byte) (model.Point, error) {
+	var p model.Point
 	i := 0
 	for i < len(line) && tagChars[line[i]] {
 		i++
@@ -284,11 +284,11 @@ func (c *CSVReader) parseRow(line []byte) (store.Point, error) {
 	if hasQ {
 		switch string(qf) {
 		case "good", "":
-			p.Q = store.QualityGood
+			p.Q = model.QualityGood
 		case "bad":
-			p.Q = store.QualityBad
+			p.Q = model.QualityBad
 		case "uncertain":
-			p.Q = store.QualityUncertain
+			p.Q = model.QualityUncertain
 		default:
 			if bytes.IndexByte(qf, ',') >= 0 {
 				return p, errTooManyFields

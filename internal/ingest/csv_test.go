@@ -12,13 +12,13 @@ import (
 	"testing/iotest"
 	"unsafe"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // readAll parses the whole input in batches of batch points.
-func readAll(r io.Reader, batch int) ([]store.Point, error) {
+func readAll(r io.Reader, batch int) ([]model.Point, error) {
 	c := NewCSVReader(r)
-	var all []store.Point
+	var all []model.Point
 	for {
 		var err error
 		all, err = c.Next(all, batch)
@@ -35,32 +35,32 @@ func TestCSVValid(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
-		want []store.Point
+		want []model.Point
 	}{
 		{"empty", "", nil},
 		{"blank lines", "\n\r\n  \n\t\n", nil},
 		{"one row", "plant.ai00,1700000000000,123.45\n",
-			[]store.Point{{Tag: "plant.ai00", T: 1700000000000, V: 123.45}}},
-		{"no final newline", "a,1,2", []store.Point{{Tag: "a", T: 1, V: 2}}},
-		{"crlf", "a,1,2\r\nb,2,3\r\n", []store.Point{{Tag: "a", T: 1, V: 2}, {Tag: "b", T: 2, V: 3}}},
-		{"qualities", "a,1,2,good\na,2,3,bad\na,3,4,uncertain\na,4,5,\n", []store.Point{
-			{Tag: "a", T: 1, V: 2}, {Tag: "a", T: 2, V: 3, Q: store.QualityBad},
-			{Tag: "a", T: 3, V: 4, Q: store.QualityUncertain}, {Tag: "a", T: 4, V: 5}}},
-		{"header", "tag,unix_ms,value\na,1,2\n", []store.Point{{Tag: "a", T: 1, V: 2}}},
+			[]model.Point{{Tag: "plant.ai00", T: 1700000000000, V: 123.45}}},
+		{"no final newline", "a,1,2", []model.Point{{Tag: "a", T: 1, V: 2}}},
+		{"crlf", "a,1,2\r\nb,2,3\r\n", []model.Point{{Tag: "a", T: 1, V: 2}, {Tag: "b", T: 2, V: 3}}},
+		{"qualities", "a,1,2,good\na,2,3,bad\na,3,4,uncertain\na,4,5,\n", []model.Point{
+			{Tag: "a", T: 1, V: 2}, {Tag: "a", T: 2, V: 3, Q: model.QualityBad},
+			{Tag: "a", T: 3, V: 4, Q: model.QualityUncertain}, {Tag: "a", T: 4, V: 5}}},
+		{"header", "tag,unix_ms,value\na,1,2\n", []model.Point{{Tag: "a", T: 1, V: 2}}},
 		{"header with quality and bom", "\xef\xbb\xbftag,unix_ms,value,quality\na,1,2\n",
-			[]store.Point{{Tag: "a", T: 1, V: 2}}},
-		{"bom", "\xef\xbb\xbfa,1,2\n", []store.Point{{Tag: "a", T: 1, V: 2}}},
-		{"tag characters", "Site_1.dev-2:x/y,1,2\n", []store.Point{{Tag: "Site_1.dev-2:x/y", T: 1, V: 2}}},
-		{"signs and zeros", "a,-5,-0.5\na,+7,+3\na,000,007.250\na,0,-0\n", []store.Point{
+			[]model.Point{{Tag: "a", T: 1, V: 2}}},
+		{"bom", "\xef\xbb\xbfa,1,2\n", []model.Point{{Tag: "a", T: 1, V: 2}}},
+		{"tag characters", "Site_1.dev-2:x/y,1,2\n", []model.Point{{Tag: "Site_1.dev-2:x/y", T: 1, V: 2}}},
+		{"signs and zeros", "a,-5,-0.5\na,+7,+3\na,000,007.250\na,0,-0\n", []model.Point{
 			{Tag: "a", T: -5, V: -0.5}, {Tag: "a", T: 7, V: 3}, {Tag: "a", T: 0, V: 7.25},
 			{Tag: "a", T: 0, V: math.Copysign(0, -1)}}},
-		{"int64 limits", "a,9223372036854775807,1\na,-9223372036854775808,1\n", []store.Point{
+		{"int64 limits", "a,9223372036854775807,1\na,-9223372036854775808,1\n", []model.Point{
 			{Tag: "a", T: math.MaxInt64, V: 1}, {Tag: "a", T: math.MinInt64, V: 1}}},
-		{"slow path floats", "a,1,1e3\na,1,1.5E-300\na,1,12345678901234567890.5\na,1,.5\na,1,5.\n", []store.Point{
+		{"slow path floats", "a,1,1e3\na,1,1.5E-300\na,1,12345678901234567890.5\na,1,.5\na,1,5.\n", []model.Point{
 			{Tag: "a", T: 1, V: 1000}, {Tag: "a", T: 1, V: 1.5e-300}, {Tag: "a", T: 1, V: 12345678901234567890.5},
 			{Tag: "a", T: 1, V: 0.5}, {Tag: "a", T: 1, V: 5}}},
 		{"max tag", strings.Repeat("x", MaxTagLen) + ",1,2\n",
-			[]store.Point{{Tag: strings.Repeat("x", MaxTagLen), T: 1, V: 2}}},
+			[]model.Point{{Tag: strings.Repeat("x", MaxTagLen), T: 1, V: 2}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,7 +81,7 @@ func TestCSVValid(t *testing.T) {
 	}
 }
 
-func checkPoints(t *testing.T, got, want []store.Point) {
+func checkPoints(t *testing.T, got, want []model.Point) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("got %d points %v, want %d %v", len(got), got, len(want), want)
@@ -249,7 +249,7 @@ func renderParse(in []byte) string {
 	return b.String()
 }
 
-func formatPoint(p store.Point) string {
+func formatPoint(p model.Point) string {
 	return p.Tag + "," + strconv.FormatInt(p.T, 10) + "," +
 		strconv.FormatFloat(p.V, 'g', -1, 64) + "," + p.Q.String()
 }
@@ -272,7 +272,7 @@ func TestCSVInternLimit(t *testing.T) {
 		b.WriteString(name + strconv.Itoa(i) + ",1,2\n")
 	}
 	c := NewCSVReader(strings.NewReader(b.String()))
-	var pts []store.Point
+	var pts []model.Point
 	for {
 		var err error
 		pts, err = c.Next(pts, 1<<20)

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // plantCSV returns rows shaped like the plant data set: 100 analog tags
@@ -33,7 +33,7 @@ func BenchmarkCSVReader(b *testing.B) {
 	data := plantCSV(rows)
 	br := bytes.NewReader(data)
 	c := NewCSVReader(br)
-	batch := make([]store.Point, 0, 65536)
+	batch := make([]model.Point, 0, 65536)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	b.ResetTimer()

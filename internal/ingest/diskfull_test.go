@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/golang/snappy"
 	"github.com/pith-historian/pith/internal/store"
 )
@@ -18,7 +20,7 @@ import (
 // fullSink fails every write as the store does on a full disk.
 type fullSink struct{}
 
-func (fullSink) Write(context.Context, []store.Point) error {
+func (fullSink) Write(context.Context, []model.Point) error {
 	return fmt.Errorf("commit write: %w: %w", store.ErrDiskFull, syscall.ENOSPC)
 }
 

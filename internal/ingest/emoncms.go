@@ -16,7 +16,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // EmoncmsOptions tune the emoncms input API.
@@ -59,7 +59,7 @@ type Emoncms struct {
 type emState struct {
 	body  bodyReader
 	clean []byte
-	pts   []store.Point
+	pts   []model.Point
 	namer namer
 	key   []byte
 }
@@ -103,7 +103,7 @@ func (h *Emoncms) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.opts.Now()
-	var pts []store.Point
+	var pts []model.Point
 	if action == "post" {
 		pts, err = st.post(p, node, now)
 	} else {
@@ -228,7 +228,7 @@ func parseSeconds(s string) (int64, bool) {
 }
 
 // post parses input/post.
-func (st *emState) post(p emParams, node string, now time.Time) ([]store.Point, error) {
+func (st *emState) post(p emParams, node string, now time.Time) ([]model.Point, error) {
 	if node == "" {
 		node, _ = p.get("node")
 		if node == "" {
@@ -263,7 +263,7 @@ func (st *emState) post(p emParams, node string, now time.Time) ([]store.Point, 
 // loose parses emoncms's forgiving forms: {a:1,b:2}, a:1,b:2 and 1,2,3.
 // As in emoncms, every byte but letters, digits, '_', spaces, '-', '.',
 // ':' and ',' is dropped first.
-func (st *emState) loose(node, in string, t int64) ([]store.Point, error) {
+func (st *emState) loose(node, in string, t int64) ([]model.Point, error) {
 	c := st.clean[:0]
 	for i := 0; i < len(in); {
 		b := in[i]
@@ -307,7 +307,7 @@ func (st *emState) loose(node, in string, t int64) ([]store.Point, error) {
 			if err != nil {
 				return nil, err
 			}
-			pts = append(pts, store.Point{Tag: name, T: t, V: v})
+			pts = append(pts, model.Point{Tag: name, T: t, V: v})
 			continue
 		}
 		v, ok := phpNumeric(pair)
@@ -320,14 +320,14 @@ func (st *emState) loose(node, in string, t int64) ([]store.Point, error) {
 		if err != nil {
 			return nil, err
 		}
-		pts = append(pts, store.Point{Tag: name, T: t, V: v})
+		pts = append(pts, model.Point{Tag: name, T: t, V: v})
 	}
 	st.pts = pts
 	return pts, nil
 }
 
 // fullJSON parses fulljson={"key": value, ...}.
-func (st *emState) fullJSON(node, in string, t int64) ([]store.Point, error) {
+func (st *emState) fullJSON(node, in string, t int64) ([]model.Point, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(in), &m); err != nil {
 		if strings.HasPrefix(strings.TrimSpace(in), "{") {
@@ -348,7 +348,7 @@ func (st *emState) fullJSON(node, in string, t int64) ([]store.Point, error) {
 		if err != nil {
 			return nil, err
 		}
-		pts = append(pts, store.Point{Tag: name, T: t, V: v})
+		pts = append(pts, model.Point{Tag: name, T: t, V: v})
 	}
 	st.pts = pts
 	return pts, nil
@@ -380,7 +380,7 @@ func jsonNumber(raw json.RawMessage) (float64, bool, error) {
 		return v, true, nil
 	case raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9':
 		v, err := strconv.ParseFloat(string(raw), 64)
-		if err != nil || store.CheckValue(v) != nil {
+		if err != nil || model.CheckValue(v) != nil {
 			return 0, false, fmt.Errorf("%s is out of range", raw)
 		}
 		return v, true, nil

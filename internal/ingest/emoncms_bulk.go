@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // bulk parses input/bulk: data=[[t,node,v1,...],...]. Each item's time is
@@ -18,7 +18,7 @@ import (
 // are numbers (named by position 1..n, empty strings and nulls keep their
 // position but store nothing) or {"name": value} objects. Items with fewer
 // than three elements are skipped, as emoncms does.
-func (st *emState) bulk(p emParams, now time.Time) ([]store.Point, error) {
+func (st *emState) bulk(p emParams, now time.Time) ([]model.Point, error) {
 	in, _ := p.get("data")
 	var data []json.RawMessage
 	if err := json.Unmarshal([]byte(in), &data); err != nil || len(data) == 0 {
@@ -74,7 +74,7 @@ func (st *emState) bulk(p emParams, now time.Time) ([]store.Point, error) {
 					if err != nil {
 						return nil, err
 					}
-					pts = append(pts, store.Point{Tag: name, T: t, V: v})
+					pts = append(pts, model.Point{Tag: name, T: t, V: v})
 				}
 				continue // named values take no position, as in emoncms
 			}
@@ -88,7 +88,7 @@ func (st *emState) bulk(p emParams, now time.Time) ([]store.Point, error) {
 				if err != nil {
 					return nil, err
 				}
-				pts = append(pts, store.Point{Tag: name, T: t, V: v})
+				pts = append(pts, model.Point{Tag: name, T: t, V: v})
 			}
 			pos++
 		}

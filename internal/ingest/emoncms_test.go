@@ -11,17 +11,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // memSink records every write.
 type memSink struct {
 	mu  sync.Mutex
-	pts []store.Point
+	pts []model.Point
 	n   int // writes
 }
 
-func (m *memSink) Write(_ context.Context, pts []store.Point) error {
+func (m *memSink) Write(_ context.Context, pts []model.Point) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.pts = append(m.pts, pts...)
@@ -29,7 +29,7 @@ func (m *memSink) Write(_ context.Context, pts []store.Point) error {
 	return nil
 }
 
-func (m *memSink) take() []store.Point {
+func (m *memSink) take() []model.Point {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.pts
@@ -54,35 +54,35 @@ func TestEmoncms(t *testing.T) {
 		form       string
 		wantStatus int
 		wantBody   string
-		want       []store.Point
+		want       []model.Point
 	}{
 		{"json loose", "GET", "/input/post?node=emontx&json={power1:100,power2:200.5}", "", 200, "ok",
-			[]store.Point{{Tag: "emontx.power1", T: now, V: 100}, {Tag: "emontx.power2", T: now, V: 200.5}}},
+			[]model.Point{{Tag: "emontx.power1", T: now, V: 100}, {Tag: "emontx.power2", T: now, V: 200.5}}},
 		{"json.json route", "GET", "/input/post.json?node=10&json=" + url.QueryEscape(`{"p1":1}`) + "&time=1700000000.5", "", 200, "ok",
-			[]store.Point{{Tag: "10.p1", T: 1_700_000_000_500, V: 1}}},
+			[]model.Point{{Tag: "10.p1", T: 1_700_000_000_500, V: 1}}},
 		{"bare pairs", "GET", "/input/post?node=n&json=a:1,b:-2e1", "", 200, "ok",
-			[]store.Point{{Tag: "n.a", T: now, V: 1}, {Tag: "n.b", T: now, V: -20}}},
+			[]model.Point{{Tag: "n.a", T: now, V: 1}, {Tag: "n.b", T: now, V: -20}}},
 		{"csv", "GET", "/input/post?node=5&csv=1,2,3", "", 200, "ok",
-			[]store.Point{{Tag: "5.1", T: now, V: 1}, {Tag: "5.2", T: now, V: 2}, {Tag: "5.3", T: now, V: 3}}},
+			[]model.Point{{Tag: "5.1", T: now, V: 1}, {Tag: "5.2", T: now, V: 2}, {Tag: "5.3", T: now, V: 3}}},
 		{"data and node in path", "GET", "/input/post/emonpi?data=7", "", 200, "ok",
-			[]store.Point{{Tag: "emonpi.1", T: now, V: 7}}},
+			[]model.Point{{Tag: "emonpi.1", T: now, V: 7}}},
 		{"fulljson", "POST", "/input/post", "node=house&fulljson=" + url.QueryEscape(`{"power":350,"temp":"21.5","x":null}`), 200, `{"success": true}`,
-			[]store.Point{{Tag: "house.power", T: now, V: 350}, {Tag: "house.temp", T: now, V: 21.5}}},
-		{"default node", "GET", "/input/post?csv=4", "", 200, "ok", []store.Point{{Tag: "0.1", T: now, V: 4}}},
+			[]model.Point{{Tag: "house.power", T: now, V: 350}, {Tag: "house.temp", T: now, V: 21.5}}},
+		{"default node", "GET", "/input/post?csv=4", "", 200, "ok", []model.Point{{Tag: "0.1", T: now, V: 4}}},
 		{"no data", "GET", "/input/post?node=1", "", 200, `{"success": false, "message": "Request contains no data via csv, json or data tag"}`, nil},
 		{"not numeric", "GET", "/input/post?node=1&json=a:x", "", 200, `{"success": false, "message": "Format error, json value is not numeric"}`, nil},
 		{"csv not numeric", "GET", "/input/post?node=1&csv=1,x", "", 200, `{"success": false, "message": "Format error: csv value is not numeric"}`, nil},
 		{"key missing", "GET", "/input/post?node=1&json=:1", "", 200, `{"success": false, "message": "Format error, json key missing or invalid character"}`, nil},
 		{"bad fulljson", "GET", "/input/post?node=1&fulljson=" + url.QueryEscape("{bad"), "", 200, `{"success": false, "message": "Error decoding JSON string (invalid or too deeply nested)"}`, nil},
 		{"bulk legacy", "POST", "/input/bulk.json", "data=" + url.QueryEscape("[[0,16,1137],[2,17,1437,3164],[4,19,1412,3077]]"), 200, "ok",
-			[]store.Point{{Tag: "16.1", T: now - 4000, V: 1137}, {Tag: "17.1", T: now - 2000, V: 1437}, {Tag: "17.2", T: now - 2000, V: 3164},
+			[]model.Point{{Tag: "16.1", T: now - 4000, V: 1137}, {Tag: "17.1", T: now - 2000, V: 1437}, {Tag: "17.2", T: now - 2000, V: 3164},
 				{Tag: "19.1", T: now, V: 1412}, {Tag: "19.2", T: now, V: 3077}}},
 		{"bulk sentat", "POST", "/input/bulk", "data=" + url.QueryEscape(`[[520,16,1137],[535,"emontx","",{"t":2}]]`) + "&sentat=543", 200, "ok",
-			[]store.Point{{Tag: "16.1", T: now - 23000, V: 1137}, {Tag: "emontx.t", T: now - 8000, V: 2}}},
+			[]model.Point{{Tag: "16.1", T: now - 23000, V: 1137}, {Tag: "emontx.t", T: now - 8000, V: 2}}},
 		{"bulk offset", "GET", "/input/bulk?data=" + url.QueryEscape("[[-10,16,1],[-6,19,2]]") + "&offset=-10", "", 200, "ok",
-			[]store.Point{{Tag: "16.1", T: now, V: 1}, {Tag: "19.1", T: now + 4000, V: 2}}},
+			[]model.Point{{Tag: "16.1", T: now, V: 1}, {Tag: "19.1", T: now + 4000, V: 2}}},
 		{"bulk time", "GET", "/input/bulk?data=" + url.QueryEscape("[[-10,16,1],[-6,19,2,3]]") + "&time=1387730127", "", 200, "ok",
-			[]store.Point{{Tag: "16.1", T: 1387730117000, V: 1}, {Tag: "19.1", T: 1387730121000, V: 2}, {Tag: "19.2", T: 1387730121000, V: 3}}},
+			[]model.Point{{Tag: "16.1", T: 1387730117000, V: 1}, {Tag: "19.1", T: 1387730121000, V: 2}, {Tag: "19.2", T: 1387730121000, V: 3}}},
 		{"bulk invalid", "GET", "/input/bulk?data=[", "", 200, `{"success": false, "message": "Format error, json string supplied is not valid"}`, nil},
 		{"bulk node object", "GET", "/input/bulk?data=" + url.QueryEscape(`[[0,{"a":1},1]]`), "", 200, `{"success": false, "message": "Format error, item 1: node must not be an object"}`, nil},
 		{"unknown action", "GET", "/input/list", "", 404, "404 page not found\n", nil},

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store"
 )
 
@@ -20,7 +22,7 @@ type Sink interface {
 	// Write stores pts atomically (all or nothing) and returns once they
 	// are durable. It is called from many goroutines at once; pts is not
 	// kept after it returns. A *store.PointError names a refused point.
-	Write(ctx context.Context, pts []store.Point) error
+	Write(ctx context.Context, pts []model.Point) error
 }
 
 var _ Sink = (*store.DB)(nil)
@@ -103,7 +105,7 @@ func readAllLimit(dst []byte, r io.Reader, limit int64) ([]byte, error) {
 }
 
 // commit admits pts through the tag gate and writes them.
-func commit(ctx context.Context, sink Sink, gate *TagGate, pts []store.Point) error {
+func commit(ctx context.Context, sink Sink, gate *TagGate, pts []model.Point) error {
 	if len(pts) == 0 {
 		return nil
 	}

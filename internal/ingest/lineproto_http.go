@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store"
 )
 
@@ -64,7 +66,7 @@ type LineProtocol struct {
 type lpState struct {
 	body  bodyReader
 	rows  LPRows
-	pts   []store.Point
+	pts   []model.Point
 	lines []int32 // the body line of each point, to name a refused one
 	namer namer
 	key   []byte // scratch: series key + ' ' + field key
@@ -202,7 +204,7 @@ func (h *LineProtocol) fail(w http.ResponseWriter, status int, msg string, line 
 // convert parses body and turns its rows into points named per the rule.
 // It returns the points, the number of string fields skipped, and the
 // first error as a *LineError.
-func (st *lpState) convert(body []byte, mul, div, nowMs int64) ([]store.Point, int, error) {
+func (st *lpState) convert(body []byte, mul, div, nowMs int64) ([]model.Point, int, error) {
 	st.rows.Reset()
 	if err := st.rows.Unmarshal(body); err != nil {
 		return nil, 0, err
@@ -241,7 +243,7 @@ func (st *lpState) convert(body []byte, mul, div, nowMs int64) ([]store.Point, i
 					return nil, 0, &LineError{Line: row.Line, Err: err}
 				}
 			}
-			pts = append(pts, store.Point{Tag: name, T: t, V: f.Value})
+			pts = append(pts, model.Point{Tag: name, T: t, V: f.Value})
 			st.lines = append(st.lines, int32(row.Line))
 		}
 	}

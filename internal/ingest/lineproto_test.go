@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 func TestLineProtocolConvert(t *testing.T) {
@@ -14,26 +14,26 @@ func TestLineProtocolConvert(t *testing.T) {
 		name      string
 		body      string
 		precision string
-		want      []store.Point
+		want      []model.Point
 		skipped   int
 	}{
 		{"plain", "cpu,host=a value=1.5 1700000000000000000\n", "",
-			[]store.Point{{Tag: "cpu.a.value", T: 1_700_000_000_000, V: 1.5}}, 0},
+			[]model.Point{{Tag: "cpu.a.value", T: 1_700_000_000_000, V: 1.5}}, 0},
 		{"bench shape ms", "plant,tag=plant.ai00 value=11.71 1700000000000\n", "ms",
-			[]store.Point{{Tag: "plant.plant.ai00.value", T: 1_700_000_000_000, V: 11.71}}, 0},
+			[]model.Point{{Tag: "plant.plant.ai00.value", T: 1_700_000_000_000, V: 11.71}}, 0},
 		{"tags sorted by key", "m,z=1,a=2 f=3 5\n", "s",
-			[]store.Point{{Tag: "m.2.1.f", T: 5000, V: 3}}, 0},
+			[]model.Point{{Tag: "m.2.1.f", T: 5000, V: 3}}, 0},
 		{"int uint bool string", "m i=-3i,u=7u,b=t,B=FALSE,s=\"x y\" 1\n", "ms",
-			[]store.Point{{Tag: "m.i", T: 1, V: -3}, {Tag: "m.u", T: 1, V: 7}, {Tag: "m.b", T: 1, V: 1}, {Tag: "m.B", T: 1, V: 0}}, 1},
+			[]model.Point{{Tag: "m.i", T: 1, V: -3}, {Tag: "m.u", T: 1, V: 7}, {Tag: "m.b", T: 1, V: 1}, {Tag: "m.B", T: 1, V: 0}}, 1},
 		{"no timestamp takes now", "m f=1\n", "",
-			[]store.Point{{Tag: "m.f", T: now, V: 1}}, 0},
+			[]model.Point{{Tag: "m.f", T: now, V: 1}}, 0},
 		{"escapes and illegal bytes", "my\\ meas,k=us\\,mid\\ west f\\=x=2 3\n", "h",
-			[]store.Point{{Tag: "my_meas.us_mid_west.f_x", T: 3 * 3_600_000, V: 2}}, 0},
+			[]model.Point{{Tag: "my_meas.us_mid_west.f_x", T: 3 * 3_600_000, V: 2}}, 0},
 		{"negative ns floors", "m f=1 -1\n", "ns",
-			[]store.Point{{Tag: "m.f", T: -1, V: 1}}, 0},
+			[]model.Point{{Tag: "m.f", T: -1, V: 1}}, 0},
 		{"comments blank crlf", "# c\r\n\r\n  m f=1 1\r\n", "s",
-			[]store.Point{{Tag: "m.f", T: 1000, V: 1}}, 0},
-		{"exponent", "m f=1e3 1", "u", []store.Point{{Tag: "m.f", T: 0, V: 1000}}, 0},
+			[]model.Point{{Tag: "m.f", T: 1000, V: 1}}, 0},
+		{"exponent", "m f=1e3 1", "u", []model.Point{{Tag: "m.f", T: 0, V: 1000}}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

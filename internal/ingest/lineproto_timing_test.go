@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store"
 )
 
@@ -41,7 +43,7 @@ func BenchmarkLineProtocolParse(b *testing.B) {
 // discard is a Sink that stores nothing, to time the handler alone.
 type discard struct{}
 
-func (discard) Write(context.Context, []store.Point) error { return nil }
+func (discard) Write(context.Context, []model.Point) error { return nil }
 
 // BenchmarkLineProtocolHandler measures one 5000-line request through the
 // handler into a real store (fsync durability) or into nothing:

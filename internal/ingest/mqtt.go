@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
 	"github.com/pith-historian/pith/internal/store"
@@ -98,7 +100,7 @@ type MQTT struct {
 	stats MQTTStats
 
 	mu      sync.Mutex // guards the pending batch
-	pts     []store.Point
+	pts     []model.Point
 	acks    []paho.PublishReceived
 	namer   namer
 	key     []byte
@@ -295,7 +297,7 @@ func (m *MQTT) flush(ctx context.Context) {
 }
 
 // dropTag removes the points of one refused tag.
-func dropTag(pts []store.Point, tag string, st *MQTTStats) []store.Point {
+func dropTag(pts []model.Point, tag string, st *MQTTStats) []model.Point {
 	out := pts[:0]
 	for _, p := range pts {
 		if p.Tag == tag {
@@ -308,7 +310,7 @@ func dropTag(pts []store.Point, tag string, st *MQTTStats) []store.Point {
 }
 
 // parse appends the points of one message.
-func (m *MQTT) parse(dst []store.Point, topic string, payload []byte) ([]store.Point, error) {
+func (m *MQTT) parse(dst []model.Point, topic string, payload []byte) ([]model.Point, error) {
 	path := strings.TrimPrefix(topic, m.opts.Prefix)
 	payload = bytes.TrimSpace(payload)
 	if len(payload) == 0 {
@@ -324,7 +326,7 @@ func (m *MQTT) parse(dst []store.Point, topic string, payload []byte) ([]store.P
 		if err != nil {
 			return dst, err
 		}
-		return append(dst, store.Point{Tag: name, T: now, V: v}), nil
+		return append(dst, model.Point{Tag: name, T: now, V: v}), nil
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(payload, &obj); err != nil {
@@ -353,7 +355,7 @@ func (m *MQTT) parse(dst []store.Point, topic string, payload []byte) ([]store.P
 		if err != nil {
 			return dst, err
 		}
-		dst = append(dst, store.Point{Tag: name, T: t, V: v})
+		dst = append(dst, model.Point{Tag: name, T: t, V: v})
 	}
 	return dst, nil
 }

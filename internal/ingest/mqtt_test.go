@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store"
 )
 
@@ -177,7 +179,7 @@ func TestMQTTEmoncmsConvention(t *testing.T) {
 	pub.publish(prefix+"emontx/bad", []byte("abc"))
 	pub.publish(prefix+"emon pi/vrms", []byte("240"))
 	pub.w.Flush()
-	var got []store.Point
+	var got []model.Point
 	waitFor(t, "4 points", func() bool {
 		got = append(got, sink.take()...)
 		return len(got) >= 4

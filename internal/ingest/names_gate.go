@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // Catalog tells the tag gate which tags exist already, so that a restart
@@ -65,7 +65,7 @@ func NewTagGate(cat Catalog, newPerMinute int, now func() time.Time) *TagGate {
 // *TooManyNewTagsError and admits none of them. A tag admitted by a write
 // that the store then refuses stays known: the budget errs on the side of
 // the sender.
-func (g *TagGate) Admit(pts []store.Point) error {
+func (g *TagGate) Admit(pts []model.Point) error {
 	if g == nil || len(pts) == 0 {
 		return nil
 	}

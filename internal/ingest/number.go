@@ -7,7 +7,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // maxInt64Digits is the most decimal digits (after leading zeros) an int64
@@ -146,7 +146,7 @@ func parseValueSlow(b []byte) (float64, error) {
 		}
 		return 0, fmt.Errorf("bad value %q (want a decimal number)", b)
 	}
-	if store.CheckValue(f) != nil {
+	if model.CheckValue(f) != nil {
 		return 0, fmt.Errorf("value %q is not finite", b)
 	}
 	return f, nil

@@ -10,8 +10,9 @@ import (
 	"runtime"
 	"strconv"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/golang/snappy"
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // RemoteWriteOptions tune the Prometheus remote_write receiver.
@@ -46,7 +47,7 @@ type rwState struct {
 	body    bodyReader
 	decoded []byte
 	req     RWRequest
-	pts     []store.Point
+	pts     []model.Point
 	namer   namer
 	key     []byte
 }
@@ -128,7 +129,7 @@ func (e *rwDecodeError) Unwrap() error { return e.err }
 var nameLabel = []byte("__name__")
 
 // decode turns a snappy-compressed WriteRequest into points.
-func (st *rwState) decode(body []byte, limit int64) ([]store.Point, int, error) {
+func (st *rwState) decode(body []byte, limit int64) ([]model.Point, int, error) {
 	n, err := snappy.DecodedLen(body)
 	if err != nil {
 		return nil, 0, &rwDecodeError{fmt.Errorf("decode snappy: %w", err)}
@@ -160,7 +161,7 @@ func (st *rwState) decode(body []byte, limit int64) ([]store.Point, int, error) 
 				skipped++
 				continue
 			}
-			pts = append(pts, store.Point{Tag: name, T: smp.Timestamp, V: smp.Value})
+			pts = append(pts, model.Point{Tag: name, T: smp.Timestamp, V: smp.Value})
 		}
 	}
 	st.pts = pts

@@ -12,8 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/golang/snappy"
-	"github.com/pith-historian/pith/internal/store"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata")
@@ -90,7 +91,7 @@ func TestRemoteWriteGolden(t *testing.T) {
 	if got := rec.Header().Get("X-Pith-Skipped-Samples"); got != "1" {
 		t.Errorf("skipped %s, want 1", got)
 	}
-	want := []store.Point{
+	want := []model.Point{
 		{Tag: "neg_ts", T: -1000, V: -2.5},
 		{Tag: "boiler_temp_celsius.plant.hall_A", T: 1_700_000_000_000, V: 61.5},
 		{Tag: "up.pi:9100.node", T: 1_700_000_000_000, V: 1},

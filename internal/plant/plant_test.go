@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/acq"
 	"github.com/pith-historian/pith/internal/acq/modbus"
 	"github.com/pith-historian/pith/internal/api"
@@ -99,7 +101,7 @@ tags = [
 `, addr)
 }
 
-func latest(t testing.TB, p *Plant, name string) (float64, store.Quality, bool) {
+func latest(t testing.TB, p *Plant, name string) (float64, model.Quality, bool) {
 	t.Helper()
 	v, err := p.Table().Latest(name)
 	if err != nil {
@@ -114,7 +116,7 @@ func TestPlantArchivesPolledValues(t *testing.T) {
 		_ = dev.srv.Bank().SetRegisters(modbus.HoldingRegisters, uint16(i), uint16(100+i))
 	}
 	p, db := startPlant(t, parse(t, stationConfig(dev.addr)))
-	waitFor(t, "plc.r9 = 109", func() bool { v, q, ok := latest(t, p, "plc.r9"); return ok && v == 109 && q == store.QualityGood })
+	waitFor(t, "plc.r9 = 109", func() bool { v, q, ok := latest(t, p, "plc.r9"); return ok && v == 109 && q == model.QualityGood })
 	_ = dev.srv.Bank().SetRegisters(modbus.HoldingRegisters, 9, 7)
 	waitFor(t, "plc.r9 = 7", func() bool { v, _, _ := latest(t, p, "plc.r9"); return v == 7 })
 	waitFor(t, "polls_per_s", func() bool {
@@ -142,13 +144,13 @@ func TestPlantStationFailsAndRecovers(t *testing.T) {
 	_ = dev.srv.Bank().SetRegisters(modbus.HoldingRegisters, 0, 42)
 	p, _ := startPlant(t, parse(t, stationConfig(dev.addr)))
 	comm := acq.StatTag("plc", acq.TagComm)
-	waitFor(t, "first good poll", func() bool { v, q, _ := latest(t, p, "plc.r0"); return v == 42 && q == store.QualityGood })
+	waitFor(t, "first good poll", func() bool { v, q, _ := latest(t, p, "plc.r0"); return v == 42 && q == model.QualityGood })
 
 	_ = dev.srv.Close()
 	waitFor(t, "tags bad", func() bool {
 		v, q, ok := latest(t, p, "plc.r0")
 		c, _, _ := latest(t, p, comm)
-		return ok && v == 42 && q == store.QualityBad && c == 0
+		return ok && v == 42 && q == model.QualityBad && c == 0
 	})
 
 	dev2 := startDevice(t, dev.addr) // the device restarts on the same port
@@ -156,7 +158,7 @@ func TestPlantStationFailsAndRecovers(t *testing.T) {
 	waitFor(t, "recovery", func() bool {
 		v, q, _ := latest(t, p, "plc.r0")
 		c, _, _ := latest(t, p, comm)
-		return v == 43 && q == store.QualityGood && c == 1
+		return v == 43 && q == model.QualityGood && c == 1
 	})
 }
 
@@ -237,7 +239,7 @@ registers = [
 	ctx := context.Background()
 
 	// Published values follow the table.
-	if _, err := p.Table().UpdatePoints([]store.Point{{Tag: "pub.r1", T: 1000, V: 321}}, false, ""); err != nil {
+	if _, err := p.Table().UpdatePoints([]model.Point{{Tag: "pub.r1", T: 1000, V: 321}}, false, ""); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "holding 1 = 321", func() bool {
@@ -251,7 +253,7 @@ registers = [
 	if err := cl.WriteRegisterBytes(ctx, 1, 10, raw); err != nil {
 		t.Fatal(err)
 	}
-	if v, q, ok := latest(t, p, "pub.sp"); !ok || v != 21 || q != store.QualityGood {
+	if v, q, ok := latest(t, p, "pub.sp"); !ok || v != 21 || q != model.QualityGood {
 		t.Errorf("pub.sp = %v %v %v, want 21 good", v, q, ok)
 	}
 	if m, _ := p.Meta()("pub.sp"); m.Source != SourceModbusServer {

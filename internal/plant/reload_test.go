@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/acq/modbus"
-	"github.com/pith-historian/pith/internal/store"
 )
 
 func TestReloadReplacesStations(t *testing.T) {
@@ -39,7 +40,7 @@ tags = [ { name = "boiler.t", register = "holding:30", type = "uint16" } ]
 	if changed, err := p.Reload(parse(t, two)); err != nil || !changed {
 		t.Fatalf("reload: changed %v, err %v", changed, err)
 	}
-	waitFor(t, "boiler.t = 55", func() bool { v, q, ok := latest(t, p, "boiler.t"); return ok && v == 55 && q == store.QualityGood })
+	waitFor(t, "boiler.t = 55", func() bool { v, q, ok := latest(t, p, "boiler.t"); return ok && v == 55 && q == model.QualityGood })
 	waitFor(t, "plc.r9 scaled to 218", func() bool { v, _, _ := latest(t, p, "plc.r9"); return v == 218 })
 	if err := p.Controller().Control(context.Background(), "plc.r1", 8, "test"); err != nil {
 		t.Fatalf("control after reload: %v", err)
@@ -68,7 +69,7 @@ registers = [ { tag = "boiler.t", register = "holding:0", type = "uint16" } ]
 	if _, err := p.Reload(parse(t, stationConfig(dev.addr))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "boiler.t bad", func() bool { _, q, _ := latest(t, p, "boiler.t"); return q == store.QualityBad })
+	waitFor(t, "boiler.t bad", func() bool { _, q, _ := latest(t, p, "boiler.t"); return q == model.QualityBad })
 	_ = dev.srv.Bank().SetRegisters(modbus.HoldingRegisters, 9, 3)
 	waitFor(t, "plc.r9 = 3 unscaled", func() bool { v, _, _ := latest(t, p, "plc.r9"); return v == 3 })
 	_ = db

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/pith-historian/pith/internal/config"
@@ -19,7 +21,7 @@ import (
 // in [from, to), in time order; limit <= 0 for all. A tag never stored
 // gives an error wrapping store.ErrUnknownTag.
 type Reader interface {
-	Raw(tag string, from, to int64, limit int) ([]store.Sample, error)
+	Raw(tag string, from, to int64, limit int) ([]model.Sample, error)
 }
 
 // Range is the span of late samples of one tag, Unix ms, both ends
@@ -147,7 +149,7 @@ func (rc *Recomputer) Recompute(ctx context.Context, late map[string]Range) (int
 }
 
 // put writes pts and records the span of each tag written in changed.
-func (rc *Recomputer) put(ctx context.Context, pts []store.Point, changed map[string]Range) error {
+func (rc *Recomputer) put(ctx context.Context, pts []model.Point, changed map[string]Range) error {
 	if len(pts) == 0 {
 		return nil
 	}
@@ -166,7 +168,7 @@ func (rc *Recomputer) put(ctx context.Context, pts []store.Point, changed map[st
 }
 
 // raw reads a tag's samples in [from, to); an unknown tag has none.
-func (rc *Recomputer) raw(tag string, from, to int64, limit int) ([]store.Sample, error) {
+func (rc *Recomputer) raw(tag string, from, to int64, limit int) ([]model.Sample, error) {
 	s, err := rc.read.Raw(tag, from, to, limit)
 	if errors.Is(err, store.ErrUnknownTag) {
 		return nil, nil
@@ -209,7 +211,7 @@ func (rc *Recomputer) chain(ctx context.Context, in config.Input, r Range, chang
 	// them (rates, differences), which is kept too.
 	until, after := r.To, false
 	written := 0
-	var out, buf []store.Point
+	var out, buf []model.Point
 	for a := from - rc.lookback; a < to+rc.lookback; a += recomputeWindow {
 		b := min(a+recomputeWindow, to+rc.lookback)
 		samples, err := rc.raw(in.Tag, a, b, 0)
@@ -295,20 +297,20 @@ type runningTotal struct {
 	seeded         bool
 	end            int64          // time of the last output written
 	oldEnd, newEnd float64        // total in force at end, stored before and recomputed
-	old            []store.Sample // the current window's stored totals, before the put
+	old            []model.Sample // the current window's stored totals, before the put
 }
 
 // lastReader is the store's bucketed query (*store.DB), which finds the
 // last value before a time from its rollups, however old.
 type lastReader interface {
-	Aggregate(tag string, from, to int64, n int, agg store.Agg) ([]store.Bucket, error)
+	Aggregate(tag string, from, to int64, n int, agg model.Agg) ([]store.Bucket, error)
 }
 
 // lastAt returns tag's stored value in force at t: the last at or before
 // it; none when the tag has no sample up to t.
 func (rc *Recomputer) lastAt(tag string, t int64) (float64, bool, error) {
 	if lr, ok := rc.read.(lastReader); ok {
-		b, err := lr.Aggregate(tag, 0, t+1, 1, store.AggLast)
+		b, err := lr.Aggregate(tag, 0, t+1, 1, model.AggLast)
 		if errors.Is(err, store.ErrUnknownTag) {
 			return 0, false, nil
 		}
@@ -331,7 +333,7 @@ func (rc *Recomputer) shiftAfter(ctx context.Context, tag string, end int64, del
 		return 0, nil
 	}
 	written := 0
-	var pts []store.Point
+	var pts []model.Point
 	horizon := time.Now().Add(24 * time.Hour).UnixMilli()
 	for a := end + 1; a < horizon; a += recomputeWindow {
 		s, err := rc.raw(tag, a, min(a+recomputeWindow, horizon), 0)
@@ -340,7 +342,7 @@ func (rc *Recomputer) shiftAfter(ctx context.Context, tag string, end int64, del
 		}
 		pts = pts[:0]
 		for _, x := range s {
-			pts = append(pts, store.Point{Tag: tag, T: x.T, V: x.V + delta, Q: x.Q})
+			pts = append(pts, model.Point{Tag: tag, T: x.T, V: x.V + delta, Q: x.Q})
 		}
 		if err := rc.put(ctx, pts, changed); err != nil {
 			return written, err
@@ -355,7 +357,7 @@ func (rc *Recomputer) shiftAfter(ctx context.Context, tag string, end int64, del
 
 // dedupe keeps the last point per tag and time (the store would keep it
 // too), so a day's running totals become one point.
-func dedupe(pts []store.Point) []store.Point {
+func dedupe(pts []model.Point) []model.Point {
 	type key struct {
 		tag string
 		t   int64
@@ -396,12 +398,12 @@ func (rc *Recomputer) calc(ctx context.Context, i int, r Range, changed map[stri
 		until = max(until, next-1)
 	}
 	n := len(c.Inputs)
-	cur := make([]store.Sample, n) // each input as of the time evaluated
+	cur := make([]model.Sample, n) // each input as of the time evaluated
 	has := make([]bool, n)
-	series := make([][]store.Sample, n)
+	series := make([][]model.Sample, n)
 	pos := make([]int, n)
 	var times []int64
-	var out []store.Point
+	var out []model.Point
 	var lastV float64
 	written := 0
 	for a := r.From - rc.lookback; a <= until; a += recomputeWindow {
@@ -443,11 +445,11 @@ func (rc *Recomputer) calc(ctx context.Context, i int, r Range, changed map[stri
 				continue
 			}
 			v, q, _ := c.Eval(&rc.m, cur)
-			if q == store.QualityBad {
+			if q == model.QualityBad {
 				v = lastV // the store refuses non-finite values; hold the last one
 			}
 			lastV = v
-			out = append(out, store.Point{Tag: c.Tag, T: t, V: v, Q: q})
+			out = append(out, model.Point{Tag: c.Tag, T: t, V: v, Q: q})
 		}
 		// The rest of the window moves the inputs' values on for the next.
 		for j, s := range series {

@@ -8,20 +8,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/store"
 )
 
 // memStore is a naive store: samples per tag in time order, the last
 // write of a time wins.
-type memStore map[string][]store.Sample
+type memStore map[string][]model.Sample
 
-func (m memStore) Raw(tag string, from, to int64, limit int) ([]store.Sample, error) {
+func (m memStore) Raw(tag string, from, to int64, limit int) ([]model.Sample, error) {
 	s, ok := m[tag]
 	if !ok {
 		return nil, fmt.Errorf("raw %q: %w", tag, store.ErrUnknownTag)
 	}
-	var out []store.Sample
+	var out []model.Sample
 	for _, x := range s {
 		if x.T >= from && x.T < to {
 			out = append(out, x)
@@ -30,15 +32,15 @@ func (m memStore) Raw(tag string, from, to int64, limit int) ([]store.Sample, er
 	return out, nil
 }
 
-func (m memStore) Write(_ context.Context, pts []store.Point) error {
+func (m memStore) Write(_ context.Context, pts []model.Point) error {
 	for _, p := range pts {
 		s := m[p.Tag]
 		i := sort.Search(len(s), func(i int) bool { return s[i].T >= p.T })
-		x := store.Sample{T: p.T, V: p.V, Q: p.Q}
+		x := model.Sample{T: p.T, V: p.V, Q: p.Q}
 		if i < len(s) && s[i].T == p.T {
 			s[i] = x
 		} else {
-			s = append(s, store.Sample{})
+			s = append(s, model.Sample{})
 			copy(s[i+1:], s[i:])
 			s[i] = x
 		}
@@ -47,13 +49,13 @@ func (m memStore) Write(_ context.Context, pts []store.Point) error {
 	return nil
 }
 
-func (m memStore) at(tag string, t int64) (store.Sample, bool) {
+func (m memStore) at(tag string, t int64) (model.Sample, bool) {
 	for _, x := range m[tag] {
 		if x.T == t {
 			return x, true
 		}
 	}
-	return store.Sample{}, false
+	return model.Sample{}, false
 }
 
 func TestRecomputeKWhPerDay(t *testing.T) {
@@ -75,14 +77,14 @@ func TestRecomputeKWhPerDay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var late []store.Point
+	var late []model.Point
 	for ms := d0.UnixMilli(); ms <= d3.UnixMilli(); ms += 10_000 {
-		p := store.Point{Tag: "p", T: ms, V: 1500}
+		p := model.Point{Tag: "p", T: ms, V: 1500}
 		if ms >= lateFrom && ms <= lateTo {
 			late = append(late, p)
 			continue
 		}
-		if err := sink.Write(context.Background(), []store.Point{p}); err != nil {
+		if err := sink.Write(context.Background(), []model.Point{p}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -136,15 +138,15 @@ func TestRecomputePowerToKWhShift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var late []store.Point
+	var late []model.Point
 	end := t0 + 48*hour
 	for ms := t0; ms <= end; ms += 10_000 {
-		p := store.Point{Tag: "p", T: ms, V: 2000} // 2 kW
+		p := model.Point{Tag: "p", T: ms, V: 2000} // 2 kW
 		if ms > lateFrom && ms < lateTo {
 			late = append(late, p)
 			continue
 		}
-		if err := sink.Write(context.Background(), []store.Point{p}); err != nil {
+		if err := sink.Write(context.Background(), []model.Point{p}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -169,7 +171,7 @@ func TestRecomputePowerToKWhShift(t *testing.T) {
 		}
 	}
 	// The live chain continues from the corrected total.
-	if err := sink.Write(context.Background(), []store.Point{{Tag: "p", T: end + 3_600_000/360, V: 2000}}); err != nil {
+	if err := sink.Write(context.Background(), []model.Point{{Tag: "p", T: end + 3_600_000/360, V: 2000}}); err != nil {
 		t.Fatal(err)
 	}
 	got := db["p.kwh"][len(db["p.kwh"])-1]
@@ -185,17 +187,17 @@ func TestRecomputeCalcs(t *testing.T) {
 		{Tag: "c.avg", Expr: "(a.x + b.y) / 2", Period: config.Duration(10 * time.Second)},
 	}
 	db := memStore{}
-	w := func(tag string, t int64, v float64, q store.Quality) {
-		db.Write(context.Background(), []store.Point{{Tag: tag, T: t, V: v, Q: q}})
+	w := func(tag string, t int64, v float64, q model.Quality) {
+		db.Write(context.Background(), []model.Point{{Tag: tag, T: t, V: v, Q: q}})
 	}
 	for i := int64(0); i < 10; i++ {
-		w("b.y", i*10_000+5_000, float64(100*i), store.QualityGood)
+		w("b.y", i*10_000+5_000, float64(100*i), model.QualityGood)
 	}
 	// a.x arrives late, one sample of it bad.
 	for i := int64(0); i < 10; i++ {
-		q := store.QualityGood
+		q := model.QualityGood
 		if i == 4 {
-			q = store.QualityBad
+			q = model.QualityBad
 		}
 		w("a.x", i*10_000, float64(i), q)
 	}
@@ -208,8 +210,8 @@ func TestRecomputeCalcs(t *testing.T) {
 	}
 	// Naive model: at every sample time of either input, a.x and b.y as of
 	// that time.
-	asOf := func(tag string, t int64) (store.Sample, bool) {
-		var out store.Sample
+	asOf := func(tag string, t int64) (model.Sample, bool) {
+		var out model.Sample
 		ok := false
 		for _, x := range db[tag] {
 			if x.T <= t {
@@ -237,7 +239,7 @@ func TestRecomputeCalcs(t *testing.T) {
 		if sum.Q != wantQ || dbl.Q != wantQ {
 			t.Errorf("t=%d: qualities %v %v, want %v", ts, sum.Q, dbl.Q, wantQ)
 		}
-		if wantQ != store.QualityBad && (sum.V != a.V+b.V || dbl.V != 2*(a.V+b.V)) {
+		if wantQ != model.QualityBad && (sum.V != a.V+b.V || dbl.V != 2*(a.V+b.V)) {
 			t.Errorf("t=%d: c.sum %v c.double %v, want %v %v", ts, sum.V, dbl.V, a.V+b.V, 2*(a.V+b.V))
 		}
 		checked++
@@ -255,11 +257,11 @@ func TestRecomputeCalcs(t *testing.T) {
 func TestRecomputeCalcWindows(t *testing.T) {
 	db := memStore{}
 	const step = 7 * 60_000 // 7 min
-	var pts []store.Point
+	var pts []model.Point
 	for ts := int64(0); ts < 3*recomputeWindow; ts += step {
-		pts = append(pts, store.Point{Tag: "a.x", T: ts, V: float64(ts / step)})
+		pts = append(pts, model.Point{Tag: "a.x", T: ts, V: float64(ts / step)})
 		if (ts/step)%3 == 0 {
-			pts = append(pts, store.Point{Tag: "b.y", T: ts + 1000, V: float64(ts/step) * 10})
+			pts = append(pts, model.Point{Tag: "b.y", T: ts + 1000, V: float64(ts/step) * 10})
 		}
 	}
 	db.Write(context.Background(), pts)
@@ -270,11 +272,11 @@ func TestRecomputeCalcWindows(t *testing.T) {
 	if _, err := rc.Recompute(context.Background(), map[string]Range{"a.x": {0, 3*recomputeWindow - 1}}); err != nil {
 		t.Fatal(err)
 	}
-	var a, b store.Sample
+	var a, b model.Sample
 	hasB := false
 	want := map[int64]float64{}
 	// Walk all samples in time order (a.x and b.y never share a time).
-	all := append(append([]store.Sample(nil), db["a.x"]...), db["b.y"]...)
+	all := append(append([]model.Sample(nil), db["a.x"]...), db["b.y"]...)
 	sort.Slice(all, func(i, j int) bool { return all[i].T < all[j].T })
 	for _, x := range all {
 		if x.T%step == 0 {

@@ -8,12 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/pith-historian/pith/internal/config"
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // maxExprLen bounds an expression's source; a longer one is a mistake.
@@ -88,8 +89,8 @@ func CompileCalc(c config.Calc) (*Calc, error) {
 // Eval runs the expression on the given input values (one per Inputs, in
 // order). The result's quality is the worst of the inputs'; a bad input,
 // a run-time error or a non-finite result gives a bad result.
-func (c *Calc) Eval(m *vm.VM, in []store.Sample) (float64, store.Quality, error) {
-	q := store.QualityGood
+func (c *Calc) Eval(m *vm.VM, in []model.Sample) (float64, model.Quality, error) {
+	q := model.QualityGood
 	for i := range c.Inputs {
 		q = worse(q, in[i].Q)
 		// Boxing a float64 into the map allocates: skip unchanged ones.
@@ -98,19 +99,19 @@ func (c *Calc) Eval(m *vm.VM, in []store.Sample) (float64, store.Quality, error)
 		}
 	}
 	c.set = true
-	if q == store.QualityBad {
+	if q == model.QualityBad {
 		return 0, q, nil
 	}
 	out, err := m.Run(c.prog, c.env)
 	if err != nil {
-		return 0, store.QualityBad, fmt.Errorf("evaluate calc %q: %w", c.Tag, err)
+		return 0, model.QualityBad, fmt.Errorf("evaluate calc %q: %w", c.Tag, err)
 	}
 	v, ok := out.(float64)
 	if !ok {
-		return 0, store.QualityBad, fmt.Errorf("evaluate calc %q: result %T is not a number", c.Tag, out)
+		return 0, model.QualityBad, fmt.Errorf("evaluate calc %q: result %T is not a number", c.Tag, out)
 	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return v, store.QualityBad, nil
+		return v, model.QualityBad, nil
 	}
 	return v, q, nil
 }

@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/pith-historian/pith/internal/config"
-	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
 )
 
@@ -50,12 +51,12 @@ func TestCompileCalc(t *testing.T) {
 			if got := strings.Join(c.Inputs, ","); got != tc.inputs {
 				t.Fatalf("inputs %q, want %q", got, tc.inputs)
 			}
-			in := make([]store.Sample, len(c.Inputs))
+			in := make([]model.Sample, len(c.Inputs))
 			for i := range in {
 				in[i].V = 2
 			}
 			v, q, err := c.Eval(&vm.VM{}, in)
-			if err != nil || q != store.QualityGood || v != tc.want {
+			if err != nil || q != model.QualityGood || v != tc.want {
 				t.Fatalf("eval = %v %v %v, want %v good", v, q, err, tc.want)
 			}
 		})
@@ -67,15 +68,15 @@ func TestEvalQuality(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, u, b := store.QualityGood, store.QualityUncertain, store.QualityBad
+	g, u, b := model.QualityGood, model.QualityUncertain, model.QualityBad
 	cases := []struct {
-		in    []store.Sample
-		wantQ store.Quality
+		in    []model.Sample
+		wantQ model.Quality
 	}{
-		{[]store.Sample{{V: 1, Q: g}, {V: 2, Q: g}}, g},
-		{[]store.Sample{{V: 1, Q: u}, {V: 2, Q: g}}, u},
-		{[]store.Sample{{V: 1, Q: u}, {V: 2, Q: b}}, b},
-		{[]store.Sample{{V: 1, Q: g}, {V: 0, Q: g}}, b}, // +Inf
+		{[]model.Sample{{V: 1, Q: g}, {V: 2, Q: g}}, g},
+		{[]model.Sample{{V: 1, Q: u}, {V: 2, Q: g}}, u},
+		{[]model.Sample{{V: 1, Q: u}, {V: 2, Q: b}}, b},
+		{[]model.Sample{{V: 1, Q: g}, {V: 0, Q: g}}, b}, // +Inf
 	}
 	for i, tc := range cases {
 		if _, q, _ := c.Eval(&vm.VM{}, tc.in); q != tc.wantQ {
@@ -128,7 +129,7 @@ func newHarness(t *testing.T, inputs []config.Input, calcs []config.Calc) *harne
 }
 
 // put writes samples into the table and lets the engine run until quiet.
-func (h *harness) put(pts ...store.Point) {
+func (h *harness) put(pts ...model.Point) {
 	h.t.Helper()
 	if _, err := h.tab.UpdatePoints(pts, true, "test"); err != nil {
 		h.t.Fatal(err)
@@ -156,21 +157,21 @@ func TestEngineOnChange(t *testing.T) {
 		{Tag: "hx.power_kw", Expr: "(hx.t_out - hx.t_in) * hx.flow * 4.186"},
 		{Tag: "hx.power_w", Expr: "hx.power_kw * 1000"}, // a calc of a calc
 	})
-	h.put(store.Point{Tag: "hx.t_out", T: 1000, V: 60}, store.Point{Tag: "hx.t_in", T: 1000, V: 40})
+	h.put(model.Point{Tag: "hx.t_out", T: 1000, V: 60}, model.Point{Tag: "hx.t_in", T: 1000, V: 40})
 	if v := h.get("hx.power_kw"); v.Has {
 		t.Fatalf("computed %v before every input had a value", v)
 	}
-	h.put(store.Point{Tag: "hx.flow", T: 2000, V: 0.5})
-	if v := h.get("hx.power_w"); !v.Has || v.T != 2000 || v.Q != store.QualityGood || !near(v.V, 20*0.5*4.186*1000) {
+	h.put(model.Point{Tag: "hx.flow", T: 2000, V: 0.5})
+	if v := h.get("hx.power_w"); !v.Has || v.T != 2000 || v.Q != model.QualityGood || !near(v.V, 20*0.5*4.186*1000) {
 		t.Fatalf("power_w = %+v, want %v at 2000 good", v, 20*0.5*4.186*1000)
 	}
 	// A bad input makes both results bad (values held), a good one heals.
-	h.put(store.Point{Tag: "hx.flow", T: 3000, V: 0.5, Q: store.QualityBad})
-	if kw, w := h.get("hx.power_kw"), h.get("hx.power_w"); kw.Q != store.QualityBad || w.Q != store.QualityBad || w.T != 3000 {
+	h.put(model.Point{Tag: "hx.flow", T: 3000, V: 0.5, Q: model.QualityBad})
+	if kw, w := h.get("hx.power_kw"), h.get("hx.power_w"); kw.Q != model.QualityBad || w.Q != model.QualityBad || w.T != 3000 {
 		t.Fatalf("after a bad input: %+v %+v, want both bad at 3000", kw, w)
 	}
-	h.put(store.Point{Tag: "hx.flow", T: 4000, V: 1, Q: store.QualityUncertain})
-	if w := h.get("hx.power_w"); w.Q != store.QualityUncertain || !near(w.V, 20*4.186*1000) {
+	h.put(model.Point{Tag: "hx.flow", T: 4000, V: 1, Q: model.QualityUncertain})
+	if w := h.get("hx.power_w"); w.Q != model.QualityUncertain || !near(w.V, 20*4.186*1000) {
 		t.Fatalf("after an uncertain input: %+v, want uncertain %v", w, 20*4.186*1000)
 	}
 	if st := h.e.Stats(); st.Evals == 0 {
@@ -180,7 +181,7 @@ func TestEngineOnChange(t *testing.T) {
 
 func TestEnginePeriod(t *testing.T) {
 	h := newHarness(t, nil, []config.Calc{{Tag: "avg.t", Expr: "(a.t + b.t) / 2", Period: config.Duration(time.Minute)}})
-	h.put(store.Point{Tag: "a.t", T: 1000, V: 10}, store.Point{Tag: "b.t", T: 1000, V: 20})
+	h.put(model.Point{Tag: "a.t", T: 1000, V: 10}, model.Point{Tag: "b.t", T: 1000, V: 20})
 	if v := h.get("avg.t"); v.Has {
 		t.Fatalf("periodic calc ran on change: %+v", v)
 	}
@@ -196,9 +197,9 @@ func TestEngineChainOnTable(t *testing.T) {
 		{KWhPerDay: str("house.kwh_day"), TZ: "UTC"},
 	}}}
 	h := newHarness(t, in, []config.Calc{{Tag: "house.energy_wh", Expr: "house.energy_kwh * 1000"}})
-	h.put(store.Point{Tag: "house.power", T: 0, V: 2000})
-	h.put(store.Point{Tag: "house.power", T: 1_800_000, V: -500}) // 2 kW held 30 min: 1 kWh
-	h.put(store.Point{Tag: "house.power", T: 3_600_000, V: 1000}) // clipped to 0 for 30 min
+	h.put(model.Point{Tag: "house.power", T: 0, V: 2000})
+	h.put(model.Point{Tag: "house.power", T: 1_800_000, V: -500}) // 2 kW held 30 min: 1 kWh
+	h.put(model.Point{Tag: "house.power", T: 3_600_000, V: 1000}) // clipped to 0 for 30 min
 	if v := h.get("house.energy_kwh"); v.V != 1 || v.T != 3_600_000 {
 		t.Fatalf("energy %+v, want 1 kWh at 3600000", v)
 	}
@@ -277,7 +278,7 @@ func TestEngineStartStop(t *testing.T) {
 	}
 	e.Start(context.Background())
 	defer e.Stop()
-	if _, err := tab.UpdatePoints([]store.Point{{Tag: "src.a", T: 1000, V: 21}}, true, "test"); err != nil {
+	if _, err := tab.UpdatePoints([]model.Point{{Tag: "src.a", T: 1000, V: 21}}, true, "test"); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
@@ -297,14 +298,14 @@ func TestEngineStartStop(t *testing.T) {
 
 func TestEngineFeed(t *testing.T) {
 	h := newHarness(t, nil, []config.Calc{{Tag: "c.x", Expr: "p.a - p.b"}})
-	late := h.e.Feed([]store.Point{{Tag: "p.b", T: 2000, V: 1}, {Tag: "p.a", T: 1000, V: 5}, {Tag: "other", T: 1, V: 1}})
+	late := h.e.Feed([]model.Point{{Tag: "p.b", T: 2000, V: 1}, {Tag: "p.a", T: 1000, V: 5}, {Tag: "other", T: 1, V: 1}})
 	if len(late) != 0 {
 		t.Fatalf("late %v", late)
 	}
 	if v := h.get("c.x"); v.V != 4 || v.T != 2000 {
 		t.Fatalf("c.x = %+v, want 4 at 2000", v)
 	}
-	late = h.e.Feed([]store.Point{{Tag: "p.a", T: 500, V: 100}})
+	late = h.e.Feed([]model.Point{{Tag: "p.a", T: 500, V: 100}})
 	if len(late) != 1 || h.get("c.x").V != 4 {
 		t.Fatalf("late %v, c.x %+v: want the point returned and c.x unchanged", late, h.get("c.x"))
 	}
@@ -316,7 +317,7 @@ func TestEngineFeed(t *testing.T) {
 
 func TestEngineFeedPeriodic(t *testing.T) {
 	h := newHarness(t, nil, []config.Calc{{Tag: "c.p", Expr: "p.a * 3", Period: config.Duration(time.Minute)}})
-	h.e.Feed([]store.Point{{Tag: "p.a", T: 1000, V: 5}})
+	h.e.Feed([]model.Point{{Tag: "p.a", T: 1000, V: 5}})
 	h.e.EvalPeriod(time.Minute, 60_000)
 	if v := h.get("c.p"); v.V != 15 || v.T != 60_000 {
 		t.Fatalf("c.p = %+v, want 15 at 60000", v)

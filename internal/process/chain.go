@@ -23,8 +23,9 @@ import (
 	"math"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/config"
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // Interp is how an integrating step models the signal between two samples.
@@ -69,7 +70,7 @@ type step struct {
 	per    float64 // ms of the rate unit
 	loc    *time.Location
 
-	prev  store.Sample // previous input sample of an integrating/diff step
+	prev  model.Sample // previous input sample of an integrating/diff step
 	has   bool
 	total float64 // power_to_kwh running total, kwh_per_day day total
 	seed  bool    // total was seeded from the store
@@ -90,7 +91,7 @@ type Chain struct {
 
 // Seeder returns the newest stored sample of a tag, so that running
 // totals continue across restarts. It may be nil.
-type Seeder func(tag string) (store.Sample, bool)
+type Seeder func(tag string) (model.Sample, bool)
 
 // NewChain builds the chain of one [[input]] (already validated by
 // config).
@@ -172,7 +173,7 @@ func (c *Chain) restore(s []step) { copy(c.steps, s) }
 // steps write to out. Samples must come in time order; one that is not
 // newer than the previous sample still goes through the stateless steps
 // and log, but the stateful steps skip it and count it in Late.
-func (c *Chain) Push(s store.Sample, out []store.Point) []store.Point {
+func (c *Chain) Push(s model.Sample, out []model.Point) []model.Point {
 	v := s.V
 	for i := range c.steps {
 		st := &c.steps[i]
@@ -186,9 +187,9 @@ func (c *Chain) Push(s store.Sample, out []store.Point) []store.Point {
 		case kAllowNeg:
 			v = min(v, 0)
 		case kLog:
-			out = append(out, store.Point{Tag: st.out, T: s.T, V: v, Q: s.Q})
+			out = append(out, model.Point{Tag: st.out, T: s.T, V: v, Q: s.Q})
 		default:
-			cur := store.Sample{T: s.T, V: v, Q: s.Q}
+			cur := model.Sample{T: s.T, V: v, Q: s.Q}
 			if st.has && cur.T <= st.prev.T {
 				c.Late++
 				continue
@@ -201,30 +202,30 @@ func (c *Chain) Push(s store.Sample, out []store.Point) []store.Point {
 }
 
 // stateful runs the steps that look at the previous sample.
-func (c *Chain) stateful(st *step, cur store.Sample, out []store.Point) []store.Point {
+func (c *Chain) stateful(st *step, cur model.Sample, out []model.Point) []model.Point {
 	prev, has := st.prev, st.has
 	switch st.kind {
 	case kPowerToKWh:
 		if has {
 			st.total += c.area(st, prev, cur, prev.T, cur.T)
 		}
-		if cur.Q != store.QualityBad {
-			out = append(out, store.Point{Tag: st.out, T: cur.T, V: st.total, Q: cur.Q})
+		if cur.Q != model.QualityBad {
+			out = append(out, model.Point{Tag: st.out, T: cur.T, V: st.total, Q: cur.Q})
 		}
 	case kKWhToPower:
-		if has && prev.Q != store.QualityBad && cur.Q != store.QualityBad && cur.V >= prev.V {
+		if has && prev.Q != model.QualityBad && cur.Q != model.QualityBad && cur.V >= prev.V {
 			p := (cur.V - prev.V) * msPerHour / float64(cur.T-prev.T)
-			out = append(out, store.Point{Tag: st.out, T: cur.T, V: p, Q: worse(prev.Q, cur.Q)})
+			out = append(out, model.Point{Tag: st.out, T: cur.T, V: p, Q: worse(prev.Q, cur.Q)})
 		}
 	case kPulseToRate:
-		if has && prev.Q != store.QualityBad && cur.Q != store.QualityBad {
+		if has && prev.Q != model.QualityBad && cur.Q != model.QualityBad {
 			d := cur.V - prev.V
 			if d < 0 && st.wrap > 0 {
 				d += st.wrap
 			}
 			if d >= 0 {
 				r := d * st.per / float64(cur.T-prev.T)
-				out = append(out, store.Point{Tag: st.out, T: cur.T, V: r, Q: worse(prev.Q, cur.Q)})
+				out = append(out, model.Point{Tag: st.out, T: cur.T, V: r, Q: worse(prev.Q, cur.Q)})
 			}
 		}
 	case kKWhPerDay:
@@ -234,19 +235,19 @@ func (c *Chain) stateful(st *step, cur store.Sample, out []store.Point) []store.
 }
 
 // integrates reports whether the interval from prev to cur counts.
-func (c *Chain) integrates(st *step, prev, cur store.Sample) bool {
-	if prev.Q == store.QualityBad {
+func (c *Chain) integrates(st *step, prev, cur model.Sample) bool {
+	if prev.Q == model.QualityBad {
 		return false
 	}
 	if c.interp == Hold {
 		return true
 	}
-	return cur.Q != store.QualityBad && (st.maxGap == 0 || cur.T-prev.T <= st.maxGap)
+	return cur.Q != model.QualityBad && (st.maxGap == 0 || cur.T-prev.T <= st.maxGap)
 }
 
 // area is the energy (kWh) of the part [a, b] of the interval from prev
 // to cur, or 0 when the interval does not count.
-func (c *Chain) area(st *step, prev, cur store.Sample, a, b int64) float64 {
+func (c *Chain) area(st *step, prev, cur model.Sample, a, b int64) float64 {
 	if !c.integrates(st, prev, cur) || b <= a {
 		return 0
 	}
@@ -258,7 +259,7 @@ func (c *Chain) area(st *step, prev, cur store.Sample, a, b int64) float64 {
 }
 
 // lerp is the straight line from p to q at time t.
-func lerp(p, q store.Sample, t int64) float64 {
+func lerp(p, q model.Sample, t int64) float64 {
 	if t == p.T {
 		return p.V
 	}
@@ -270,14 +271,14 @@ func lerp(p, q store.Sample, t int64) float64 {
 }
 
 // worse returns the worse of two qualities (bad over uncertain over good).
-func worse(a, b store.Quality) store.Quality {
-	if a == store.QualityBad || b == store.QualityBad {
-		return store.QualityBad
+func worse(a, b model.Quality) model.Quality {
+	if a == model.QualityBad || b == model.QualityBad {
+		return model.QualityBad
 	}
-	if a == store.QualityUncertain || b == store.QualityUncertain {
-		return store.QualityUncertain
+	if a == model.QualityUncertain || b == model.QualityUncertain {
+		return model.QualityUncertain
 	}
-	return store.QualityGood
+	return model.QualityGood
 }
 
 // dayBounds returns the start of the local day holding t and the start of
@@ -293,7 +294,7 @@ func dayBounds(t int64, loc *time.Location) (int64, int64) {
 // kwhPerDay adds the interval prev..cur to the local days it spans and
 // writes the total of each day touched at that day's local midnight (the
 // store keeps the last write, so a day's point ends as its final total).
-func (c *Chain) kwhPerDay(st *step, prev store.Sample, has bool, cur store.Sample, out []store.Point) []store.Point {
+func (c *Chain) kwhPerDay(st *step, prev model.Sample, has bool, cur model.Sample, out []model.Point) []model.Point {
 	if st.next == 0 {
 		// First sample: open its day, continuing a seeded total only if it
 		// belongs to that day.
@@ -309,7 +310,7 @@ func (c *Chain) kwhPerDay(st *step, prev store.Sample, has bool, cur store.Sampl
 		for cur.T >= st.next {
 			st.total += c.area(st, prev, cur, a, st.next)
 			if st.total != 0 || c.integrates(st, prev, cur) {
-				out = append(out, store.Point{Tag: st.out, T: st.day, V: st.total, Q: store.QualityGood})
+				out = append(out, model.Point{Tag: st.out, T: st.day, V: st.total, Q: model.QualityGood})
 			}
 			a = st.next
 			st.total = 0
@@ -317,8 +318,8 @@ func (c *Chain) kwhPerDay(st *step, prev store.Sample, has bool, cur store.Sampl
 		}
 		st.total += c.area(st, prev, cur, a, cur.T)
 	}
-	if cur.Q != store.QualityBad && !math.IsNaN(st.total) {
-		out = append(out, store.Point{Tag: st.out, T: st.day, V: st.total, Q: cur.Q})
+	if cur.Q != model.QualityBad && !math.IsNaN(st.total) {
+		out = append(out, model.Point{Tag: st.out, T: st.day, V: st.total, Q: cur.Q})
 	}
 	return out
 }

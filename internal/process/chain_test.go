@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/config"
-	"github.com/pith-historian/pith/internal/store"
 )
 
 func f64(v float64) *float64 { return &v }
@@ -24,13 +25,13 @@ func mustChain(t testing.TB, interp Interp, steps ...config.ProcessStep) *Chain 
 }
 
 // last returns the value of the last point written to tag.
-func last(pts []store.Point, tag string) (store.Point, bool) {
+func last(pts []model.Point, tag string) (model.Point, bool) {
 	for i := len(pts) - 1; i >= 0; i-- {
 		if pts[i].Tag == tag {
 			return pts[i], true
 		}
 	}
-	return store.Point{}, false
+	return model.Point{}, false
 }
 
 func TestStatelessSteps(t *testing.T) {
@@ -50,7 +51,7 @@ func TestStatelessSteps(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := mustChain(t, Linear, tc.step, config.ProcessStep{Log: str("out")})
-			pts := c.Push(store.Sample{T: 1000, V: tc.in}, nil)
+			pts := c.Push(model.Sample{T: 1000, V: tc.in}, nil)
 			if len(pts) != 1 || pts[0].Tag != "out" || pts[0].T != 1000 || math.Abs(pts[0].V-tc.want) > 1e-12 {
 				t.Fatalf("got %v, want out=%v at 1000", pts, tc.want)
 			}
@@ -60,8 +61,8 @@ func TestStatelessSteps(t *testing.T) {
 
 func TestLogPassesQuality(t *testing.T) {
 	c := mustChain(t, Linear, config.ProcessStep{Log: str("a")}, config.ProcessStep{Scale: f64(2)}, config.ProcessStep{Log: str("b")})
-	pts := c.Push(store.Sample{T: 5, V: 3, Q: store.QualityUncertain}, nil)
-	want := []store.Point{{Tag: "a", T: 5, V: 3, Q: store.QualityUncertain}, {Tag: "b", T: 5, V: 6, Q: store.QualityUncertain}}
+	pts := c.Push(model.Sample{T: 5, V: 3, Q: model.QualityUncertain}, nil)
+	want := []model.Point{{Tag: "a", T: 5, V: 3, Q: model.QualityUncertain}, {Tag: "b", T: 5, V: 6, Q: model.QualityUncertain}}
 	if len(pts) != 2 || pts[0] != want[0] || pts[1] != want[1] {
 		t.Fatalf("got %v, want %v", pts, want)
 	}
@@ -69,11 +70,11 @@ func TestLogPassesQuality(t *testing.T) {
 
 // exactTrapezoid is the naive model: the trapezoid sum over consecutive
 // good samples no further apart than maxGap (0: any).
-func exactTrapezoid(s []store.Sample, maxGap int64) float64 {
+func exactTrapezoid(s []model.Sample, maxGap int64) float64 {
 	var sum float64
 	for i := 1; i < len(s); i++ {
 		a, b := s[i-1], s[i]
-		if a.Q == store.QualityBad || b.Q == store.QualityBad || maxGap > 0 && b.T-a.T > maxGap {
+		if a.Q == model.QualityBad || b.Q == model.QualityBad || maxGap > 0 && b.T-a.T > maxGap {
 			continue
 		}
 		sum += (a.V + b.V) / 2 * float64(b.T-a.T) / 3.6e6
@@ -82,21 +83,21 @@ func exactTrapezoid(s []store.Sample, maxGap int64) float64 {
 }
 
 func TestPowerToKWh(t *testing.T) {
-	bad := store.QualityBad
+	bad := model.QualityBad
 	cases := []struct {
 		name   string
 		maxGap time.Duration
-		in     []store.Sample
+		in     []model.Sample
 	}{
-		{"ramp", 0, []store.Sample{{T: 0, V: 0}, {T: 3_600_000, V: 2}}}, // 1 kWh
-		{"irregular", 0, []store.Sample{{T: 0, V: 1}, {T: 1000, V: 3}, {T: 7000, V: 2}, {T: 7001, V: 10}, {T: 90_000, V: 0}}},
-		{"gap skipped", 5 * time.Minute, []store.Sample{{T: 0, V: 1}, {T: 60_000, V: 1}, {T: 60_000 + 3_600_000, V: 5}, {T: 60_000 + 3_660_000, V: 5}}},
-		{"bad breaks", 0, []store.Sample{{T: 0, V: 1}, {T: 1000, V: 50, Q: bad}, {T: 2000, V: 1}, {T: 3000, V: 3}}},
+		{"ramp", 0, []model.Sample{{T: 0, V: 0}, {T: 3_600_000, V: 2}}}, // 1 kWh
+		{"irregular", 0, []model.Sample{{T: 0, V: 1}, {T: 1000, V: 3}, {T: 7000, V: 2}, {T: 7001, V: 10}, {T: 90_000, V: 0}}},
+		{"gap skipped", 5 * time.Minute, []model.Sample{{T: 0, V: 1}, {T: 60_000, V: 1}, {T: 60_000 + 3_600_000, V: 5}, {T: 60_000 + 3_660_000, V: 5}}},
+		{"bad breaks", 0, []model.Sample{{T: 0, V: 1}, {T: 1000, V: 50, Q: bad}, {T: 2000, V: 1}, {T: 3000, V: 3}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := mustChain(t, Linear, config.ProcessStep{PowerToKWh: str("e"), MaxGap: config.Duration(tc.maxGap)})
-			var pts []store.Point
+			var pts []model.Point
 			for _, s := range tc.in {
 				pts = c.Push(s, pts)
 			}
@@ -113,8 +114,8 @@ func TestPowerToKWhHold(t *testing.T) {
 	// The table reports changes only: 0 kW for an hour then 5 kW must not
 	// count the ramp a trapezoid would draw.
 	c := mustChain(t, Hold, config.ProcessStep{PowerToKWh: str("e")})
-	var pts []store.Point
-	for _, s := range []store.Sample{{T: 0, V: 0}, {T: 3_600_000, V: 5}, {T: 3_600_000 + 1_800_000, V: 1}} {
+	var pts []model.Point
+	for _, s := range []model.Sample{{T: 0, V: 0}, {T: 3_600_000, V: 5}, {T: 3_600_000 + 1_800_000, V: 1}} {
 		pts = c.Push(s, pts)
 	}
 	if got, _ := last(pts, "e"); got.V != 2.5 {
@@ -123,14 +124,14 @@ func TestPowerToKWhHold(t *testing.T) {
 }
 
 func TestPowerToKWhSeededAndLate(t *testing.T) {
-	seed := func(tag string) (store.Sample, bool) { return store.Sample{T: 1, V: 100}, tag == "e" }
+	seed := func(tag string) (model.Sample, bool) { return model.Sample{T: 1, V: 100}, tag == "e" }
 	c, err := NewChain(config.Input{Tag: "p", Process: []config.ProcessStep{{PowerToKWh: str("e")}}}, Linear, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pts := c.Push(store.Sample{T: 0, V: 1}, nil)
-	pts = c.Push(store.Sample{T: 3_600_000, V: 1}, pts)
-	pts = c.Push(store.Sample{T: 1_000, V: 1000}, pts) // late: skipped
+	pts := c.Push(model.Sample{T: 0, V: 1}, nil)
+	pts = c.Push(model.Sample{T: 3_600_000, V: 1}, pts)
+	pts = c.Push(model.Sample{T: 1_000, V: 1000}, pts) // late: skipped
 	if got, _ := last(pts, "e"); got.V != 101 || c.Late != 1 {
 		t.Fatalf("got %v kWh late %d, want 101 and 1", got.V, c.Late)
 	}
@@ -138,9 +139,9 @@ func TestPowerToKWhSeededAndLate(t *testing.T) {
 
 func TestKWhToPower(t *testing.T) {
 	c := mustChain(t, Linear, config.ProcessStep{KWhToPower: str("p")})
-	pts := c.Push(store.Sample{T: 0, V: 10}, nil)
-	pts = c.Push(store.Sample{T: 1_800_000, V: 11}, pts) // 1 kWh in 30 min = 2 kW
-	pts = c.Push(store.Sample{T: 3_600_000, V: 0}, pts)  // meter reset: no power
+	pts := c.Push(model.Sample{T: 0, V: 10}, nil)
+	pts = c.Push(model.Sample{T: 1_800_000, V: 11}, pts) // 1 kWh in 30 min = 2 kW
+	pts = c.Push(model.Sample{T: 3_600_000, V: 0}, pts)  // meter reset: no power
 	if len(pts) != 1 || pts[0].V != 2 || pts[0].T != 1_800_000 {
 		t.Fatalf("got %v, want one point 2 kW at 1800000", pts)
 	}
@@ -162,9 +163,9 @@ func TestPulseToRate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := mustChain(t, Linear, config.ProcessStep{PulseToRate: str("r"), Wrap: tc.wrap, Per: config.Duration(tc.per)})
-			var pts []store.Point
+			var pts []model.Point
 			for i, v := range tc.in {
-				pts = c.Push(store.Sample{T: int64(i) * 10_000, V: v}, pts)
+				pts = c.Push(model.Sample{T: int64(i) * 10_000, V: v}, pts)
 			}
 			if len(pts) != len(tc.want) {
 				t.Fatalf("got %v, want values %v", pts, tc.want)
@@ -180,10 +181,10 @@ func TestPulseToRate(t *testing.T) {
 
 // dayTotals runs samples through a kwh_per_day chain and returns the
 // final total per day start.
-func dayTotals(t testing.TB, tz string, interp Interp, in []store.Sample) map[int64]float64 {
+func dayTotals(t testing.TB, tz string, interp Interp, in []model.Sample) map[int64]float64 {
 	c := mustChain(t, interp, config.ProcessStep{KWhPerDay: str("d"), TZ: tz})
 	out := make(map[int64]float64)
-	var pts []store.Point
+	var pts []model.Point
 	for _, s := range in {
 		pts = c.Push(s, pts[:0])
 		for _, p := range pts {
@@ -214,9 +215,9 @@ func TestKWhPerDayDST(t *testing.T) {
 			}
 			d, _ := time.ParseInLocation("2006-01-02", tc.day, loc)
 			from, to := d.Add(-6*time.Hour).UnixMilli(), d.Add(30*time.Hour).UnixMilli()
-			var in []store.Sample
+			var in []model.Sample
 			for ms := from; ms <= to; ms += 10_000 {
-				in = append(in, store.Sample{T: ms, V: 1}) // 1 kW constant
+				in = append(in, model.Sample{T: ms, V: 1}) // 1 kW constant
 			}
 			got := dayTotals(t, tc.tz, Linear, in)[d.UnixMilli()]
 			if math.Abs(got-tc.hours) > 1e-9 {
@@ -238,10 +239,10 @@ func TestKWhPerDayYear(t *testing.T) {
 		}
 		start := time.Date(2024, 1, 1, 0, 0, 0, 0, loc).UnixMilli()
 		end := time.Date(2025, 1, 1, 0, 0, 0, 0, loc).UnixMilli()
-		in := make([]store.Sample, 0, (end-start)/10_000+1)
+		in := make([]model.Sample, 0, (end-start)/10_000+1)
 		for ms := start; ms <= end; ms += 10_000 {
 			x := float64(ms-start) / 3.6e6
-			in = append(in, store.Sample{T: ms, V: 2 + math.Sin(x/3) + 0.5*math.Sin(x*7)})
+			in = append(in, model.Sample{T: ms, V: 2 + math.Sin(x/3) + 0.5*math.Sin(x*7)})
 		}
 		got := dayTotals(t, tz, Linear, in)
 		days := 0
@@ -267,7 +268,7 @@ func TestKWhPerDayYear(t *testing.T) {
 }
 
 // exactDay integrates the piecewise-linear signal through s over [a, b).
-func exactDay(s []store.Sample, a, b int64) float64 {
+func exactDay(s []model.Sample, a, b int64) float64 {
 	var sum float64
 	first := max(1, sort.Search(len(s), func(i int) bool { return s[i].T > a }))
 	for i := first; i < len(s) && s[i-1].T < b; i++ {
@@ -292,10 +293,10 @@ func BenchmarkChain(b *testing.B) {
 	c := mustChain(b, Linear, config.ProcessStep{Scale: f64(0.001)}, config.ProcessStep{AllowPositive: yes()},
 		config.ProcessStep{PowerToKWh: str("e"), MaxGap: config.Duration(5 * time.Minute)},
 		config.ProcessStep{KWhPerDay: str("d"), TZ: "Europe/London"})
-	var pts []store.Point
+	var pts []model.Point
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		pts = c.Push(store.Sample{T: int64(i) * 10_000, V: float64(i % 3000)}, pts[:0])
+		pts = c.Push(model.Sample{T: int64(i) * 10_000, V: float64(i % 3000)}, pts[:0])
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "samples/s")
 }

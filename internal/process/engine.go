@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/pith-historian/pith/internal/config"
@@ -54,12 +56,12 @@ type Engine struct {
 	m      vm.VM
 
 	// state of the loop, touched only by its goroutine
-	cur   []store.Sample // per tag ID: newest value seen (Q bad when none)
+	cur   []model.Sample // per tag ID: newest value seen (Q bad when none)
 	has   []bool
 	dirty []bool // per calc
 	out   []tag.Sample
-	pts   []store.Point
-	in    []store.Sample
+	pts   []model.Point
+	in    []model.Sample
 
 	evals, evalErrs, samples atomic.Uint64
 	late                     atomic.Uint64
@@ -154,7 +156,7 @@ func (e *Engine) grow(id tag.ID) {
 	for int(id) >= len(e.deps) {
 		e.deps = append(e.deps, nil)
 		e.read = append(e.read, false)
-		e.cur = append(e.cur, store.Sample{Q: store.QualityBad})
+		e.cur = append(e.cur, model.Sample{Q: model.QualityBad})
 		e.has = append(e.has, false)
 	}
 }
@@ -167,10 +169,10 @@ type Latester interface {
 // SeedFrom returns a Seeder reading the store's newest values, so that
 // running totals (power_to_kwh, kwh_per_day) continue after a restart.
 func SeedFrom(l Latester) Seeder {
-	return func(name string) (store.Sample, bool) {
+	return func(name string) (model.Sample, bool) {
 		v, err := l.Latest(name)
 		if err != nil || len(v) != 1 {
-			return store.Sample{}, false
+			return model.Sample{}, false
 		}
 		return v[0].Sample, true
 	}
@@ -211,7 +213,7 @@ func (e *Engine) run(ctx context.Context, sub *tag.Subscription) {
 	e.mu.Lock()
 	for id := range e.cur {
 		if v, ok := e.tab.Get(tag.ID(id)); ok && v.Has {
-			e.cur[id], e.has[id] = store.Sample{T: v.T, V: v.V, Q: v.Q}, true
+			e.cur[id], e.has[id] = model.Sample{T: v.T, V: v.V, Q: v.Q}, true
 		}
 	}
 	e.mu.Unlock()
@@ -303,7 +305,7 @@ func (e *Engine) Apply(cs []tag.Change) {
 // table. Chains are not run (the push path ran its own). A point older
 // than the engine's current value of its tag is late: it is skipped here
 // and returned, for Recompute.
-func (e *Engine) Feed(pts []store.Point) (late []store.Point) {
+func (e *Engine) Feed(pts []model.Point) (late []model.Point) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var cs []tag.Change
@@ -323,7 +325,7 @@ func (e *Engine) Feed(pts []store.Point) (late []store.Point) {
 		t := cs[i].T
 		j := i
 		for ; j < len(cs) && cs[j].T == t; j++ {
-			e.set(cs[j].ID, store.Sample{T: cs[j].T, V: cs[j].V, Q: cs[j].Q}, true)
+			e.set(cs[j].ID, model.Sample{T: cs[j].T, V: cs[j].V, Q: cs[j].Q}, true)
 		}
 		e.evalDirty(t)
 		e.flush()
@@ -337,9 +339,9 @@ func (e *Engine) change(c tag.Change) {
 	if e.own[c.ID] {
 		return // a calc result: already propagated when it was computed
 	}
-	s := store.Sample{T: c.T, V: c.V, Q: c.Q}
+	s := model.Sample{T: c.T, V: c.V, Q: c.Q}
 	if !c.Has {
-		s.Q = store.QualityBad
+		s.Q = model.QualityBad
 	}
 	if ch, ok := e.chains[c.ID]; ok && c.Has {
 		e.samples.Add(1)
@@ -351,7 +353,7 @@ func (e *Engine) change(c tag.Change) {
 }
 
 // set records a tag's new value and marks its on-change readers dirty.
-func (e *Engine) set(id tag.ID, s store.Sample, has bool) {
+func (e *Engine) set(id tag.ID, s model.Sample, has bool) {
 	if int(id) >= len(e.cur) {
 		return // not an input of anything
 	}
@@ -388,12 +390,12 @@ func (e *Engine) evalDirty(t int64) {
 			e.log.Debug("calculated tag", "tag", c.Tag, "err", err)
 		}
 		id := e.outIDs[i]
-		if q == store.QualityBad {
+		if q == model.QualityBad {
 			e.out = append(e.out, tag.Sample{ID: id, Q: q, Hold: true, T: t})
 		} else {
 			e.out = append(e.out, tag.Sample{ID: id, Q: q, T: t, V: v})
 		}
-		e.set(id, store.Sample{T: t, V: v, Q: q}, q != store.QualityBad || e.has[id])
+		e.set(id, model.Sample{T: t, V: v, Q: q}, q != model.QualityBad || e.has[id])
 	}
 }
 

@@ -3,10 +3,11 @@ package process
 import (
 	"testing"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/pith-historian/pith/internal/config"
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // FuzzCompileCalc feeds expressions through the tag-name rewriting and
@@ -29,7 +30,7 @@ func FuzzCompileCalc(f *testing.F) {
 		if err != nil {
 			return
 		}
-		in := make([]store.Sample, len(c.Inputs))
+		in := make([]model.Sample, len(c.Inputs))
 		for i := range in {
 			in[i].V = float64(i) - 1
 		}

@@ -5,14 +5,15 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/config"
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // Writer is the store's atomic write (ingest.Sink's method): all points
 // or none, durable when it returns; called from many goroutines at once.
 type Writer interface {
-	Write(ctx context.Context, pts []store.Point) error
+	Write(ctx context.Context, pts []model.Point) error
 }
 
 // Sink runs input chains on points written through it (the push inputs,
@@ -28,11 +29,11 @@ type Sink struct {
 	// points written (inputs and chain outputs); it must not keep the
 	// slice and may be called concurrently (for writes without chain
 	// tags). Engine.Feed goes here.
-	After func(written []store.Point)
+	After func(written []model.Point)
 
 	mu     sync.Mutex // serialises writes touching chains; next.Write runs under it
 	chains map[string]*Chain
-	buf    []store.Point
+	buf    []model.Point
 	idx    []int
 }
 
@@ -55,7 +56,7 @@ func NewSink(next Writer, inputs []config.Input, seed Seeder) (*Sink, error) {
 // Write processes pts and writes them with the chains' outputs. Inputs
 // are run in time order (stable for equal times), whatever the order of
 // the request.
-func (s *Sink) Write(ctx context.Context, pts []store.Point) error {
+func (s *Sink) Write(ctx context.Context, pts []model.Point) error {
 	if !s.touches(pts) {
 		// No chain state involved: writes run concurrently, as the
 		// store's group commit wants.
@@ -78,7 +79,7 @@ func (s *Sink) Write(ctx context.Context, pts []store.Point) error {
 		if _, ok := saved[ch]; !ok {
 			saved[ch] = ch.state()
 		}
-		s.buf = ch.Push(store.Sample{T: p.T, V: p.V, Q: p.Q}, s.buf)
+		s.buf = ch.Push(model.Sample{T: p.T, V: p.V, Q: p.Q}, s.buf)
 	}
 	err := s.after(s.next.Write(ctx, s.buf), s.buf)
 	if err != nil {
@@ -92,7 +93,7 @@ func (s *Sink) Write(ctx context.Context, pts []store.Point) error {
 
 // touches reports whether any point has a chain. The map is only read
 // after NewSink, so no lock is needed.
-func (s *Sink) touches(pts []store.Point) bool {
+func (s *Sink) touches(pts []model.Point) bool {
 	if len(s.chains) == 0 {
 		return false
 	}
@@ -105,7 +106,7 @@ func (s *Sink) touches(pts []store.Point) bool {
 }
 
 // after calls After once a write succeeded.
-func (s *Sink) after(err error, written []store.Point) error {
+func (s *Sink) after(err error, written []model.Point) error {
 	if err == nil && s.After != nil {
 		s.After(written)
 	}

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/config"
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // flaky fails its next write when fail is set.
@@ -15,7 +16,7 @@ type flaky struct {
 	fail bool
 }
 
-func (f *flaky) Write(ctx context.Context, pts []store.Point) error {
+func (f *flaky) Write(ctx context.Context, pts []model.Point) error {
 	if f.fail {
 		f.fail = false
 		return errors.New("disk full")
@@ -30,17 +31,17 @@ func TestSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	write := func(pts ...store.Point) error { return s.Write(ctx, pts) }
+	write := func(pts ...model.Point) error { return s.Write(ctx, pts) }
 	// Out of order within a request: run in time order. Other tags pass.
-	if err := write(store.Point{Tag: "p", T: 3_600_000, V: 1}, store.Point{Tag: "x", T: 1, V: 9}, store.Point{Tag: "p", T: 0, V: 1}); err != nil {
+	if err := write(model.Point{Tag: "p", T: 3_600_000, V: 1}, model.Point{Tag: "x", T: 1, V: 9}, model.Point{Tag: "p", T: 0, V: 1}); err != nil {
 		t.Fatal(err)
 	}
 	// A failed write leaves the chain as it was, so the retry counts once.
 	db.fail = true
-	if err := write(store.Point{Tag: "p", T: 7_200_000, V: 1}); err == nil {
+	if err := write(model.Point{Tag: "p", T: 7_200_000, V: 1}); err == nil {
 		t.Fatal("write did not fail")
 	}
-	if err := write(store.Point{Tag: "p", T: 7_200_000, V: 1}); err != nil {
+	if err := write(model.Point{Tag: "p", T: 7_200_000, V: 1}); err != nil {
 		t.Fatal(err)
 	}
 	e := db.memStore["e"]

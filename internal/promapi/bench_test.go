@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store"
 )
 
@@ -72,7 +74,7 @@ func importCSV(db *store.DB, path string) error {
 	defer f.Close()
 	tx := db.Begin()
 	defer tx.Rollback()
-	batch := make([]store.Point, 0, 64<<10)
+	batch := make([]model.Point, 0, 64<<10)
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		parts := strings.Split(sc.Text(), ",")
@@ -84,7 +86,7 @@ func importCSV(db *store.DB, path string) error {
 		if err1 != nil || err2 != nil {
 			return fmt.Errorf("bad row %q", sc.Text())
 		}
-		batch = append(batch, store.Point{Tag: parts[0], T: ts, V: v})
+		batch = append(batch, model.Point{Tag: parts[0], T: ts, V: v})
 		if len(batch) == cap(batch) {
 			if err := tx.Add(batch); err != nil {
 				return err

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // endpointPoints is a small plant: two tags whose metric names collide.
-func endpointPoints() []store.Point {
-	return []store.Point{
+func endpointPoints() []model.Point {
+	return []model.Point{
 		{Tag: "boiler.temp", T: 1_000_000, V: 60}, {Tag: "boiler.temp", T: 1_060_000, V: 62},
 		{Tag: "boiler.temp", T: 1_120_000, V: 64},
 		{Tag: "boiler_temp", T: 1_000_000, V: 1},

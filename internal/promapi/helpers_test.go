@@ -11,11 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store"
 )
 
 // openStore returns a real store in a temporary directory holding pts.
-func openStore(t testing.TB, pts []store.Point) *store.DB {
+func openStore(t testing.TB, pts []model.Point) *store.DB {
 	t.Helper()
 	opts := store.DefaultOptions()
 	opts.Logger = slog.New(slog.DiscardHandler)

@@ -1,9 +1,8 @@
 package promapi
 
 import (
+	"github.com/pith-historian/pith/internal/model"
 	"github.com/prometheus/prometheus/storage"
-
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // A window plan answers the range selector of an *_over_time function
@@ -22,7 +21,7 @@ import (
 // count_over_time is rewritten to sum_over_time over series whose values
 // are counts (see rewriteCounts).
 type windowPlan struct {
-	agg   store.Agg
+	agg   model.Agg
 	from  int64 // start of bucket 0
 	width int64 // bucket width, the range r
 	every int   // buckets per step: window i is bucket i*every
@@ -31,13 +30,13 @@ type windowPlan struct {
 
 // pushdownAggs maps the functions a window plan can answer to the bucket
 // aggregate that answers them.
-var pushdownAggs = map[string]store.Agg{
-	"avg_over_time":     store.AggMean,
-	"min_over_time":     store.AggMin,
-	"max_over_time":     store.AggMax,
-	"sum_over_time":     store.AggSum,
-	"last_over_time":    store.AggLast,
-	"present_over_time": store.AggCount,
+var pushdownAggs = map[string]model.Agg{
+	"avg_over_time":     model.AggMean,
+	"min_over_time":     model.AggMin,
+	"max_over_time":     model.AggMax,
+	"sum_over_time":     model.AggSum,
+	"last_over_time":    model.AggLast,
+	"present_over_time": model.AggCount,
 }
 
 // plan returns the window plan for hints, or nil when the selector must be
@@ -54,7 +53,7 @@ func (q *queryable) plan(h *storage.SelectHints, count bool) *windowPlan {
 		if h.Func != "sum_over_time" {
 			return nil
 		}
-		agg = store.AggCount
+		agg = model.AggCount
 	}
 	r, step := h.Range, h.Step
 	t0 := h.Start + r - 1

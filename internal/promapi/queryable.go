@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/util/annotations"
@@ -21,9 +23,9 @@ import (
 type Store interface {
 	// Aggregate splits [from, to) into n equal buckets and aggregates
 	// each from the rollups (see DESIGN.md "Public contracts").
-	Aggregate(tag string, from, to int64, n int, agg store.Agg) ([]store.Bucket, error)
+	Aggregate(tag string, from, to int64, n int, agg model.Agg) ([]store.Bucket, error)
 	// Raw returns at most limit stored samples in [from, to), in time order.
-	Raw(tag string, from, to int64, limit int) ([]store.Sample, error)
+	Raw(tag string, from, to int64, limit int) ([]model.Sample, error)
 	// Tags lists the stored tags; the caller may not modify the slice.
 	Tags() []store.TagInfo
 }

@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
-
-	"github.com/pith-historian/pith/internal/store"
 )
 
 func TestMetricName(t *testing.T) {
@@ -33,9 +33,9 @@ func TestMetricName(t *testing.T) {
 
 // testPoints is two tags with irregular samples and a gap, so windows
 // are full, partial and empty.
-func testPoints() []store.Point {
+func testPoints() []model.Point {
 	r := rand.New(rand.NewPCG(1, 2))
-	var pts []store.Point
+	var pts []model.Point
 	t := int64(1_700_000_000_000)
 	for i := 0; i < 5000; i++ {
 		t += 1 + r.Int64N(20_000)
@@ -43,9 +43,9 @@ func testPoints() []store.Point {
 			t += 60_000 // a gap of several windows
 			continue
 		}
-		pts = append(pts, store.Point{Tag: "site.power", T: t, V: math.Round(r.Float64()*1000) / 10})
+		pts = append(pts, model.Point{Tag: "site.power", T: t, V: math.Round(r.Float64()*1000) / 10})
 		if i%3 == 0 {
-			pts = append(pts, store.Point{Tag: "site.temp", T: t, V: float64(i%50) - 10})
+			pts = append(pts, model.Point{Tag: "site.temp", T: t, V: float64(i%50) - 10})
 		}
 	}
 	return pts
@@ -141,7 +141,7 @@ func TestPlanUse(t *testing.T) {
 }
 
 func TestSelectMatchers(t *testing.T) {
-	db := openStore(t, []store.Point{{Tag: "a.x", T: 1000, V: 1}, {Tag: "a_x", T: 2000, V: 2}, {Tag: "b.y", T: 3000, V: 3}})
+	db := openStore(t, []model.Point{{Tag: "a.x", T: 1000, V: 1}, {Tag: "a_x", T: 2000, V: 2}, {Tag: "b.y", T: 3000, V: 3}})
 	tests := []struct {
 		ms   []*labels.Matcher
 		want []string

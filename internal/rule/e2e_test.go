@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/acq/modbus"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/plant"
@@ -94,7 +96,7 @@ release_value = 0
 		if err != nil {
 			t.Fatal(err)
 		}
-		return v[0].V, v[0].Has && v[0].Q == store.QualityGood
+		return v[0].V, v[0].Has && v[0].Q == model.QualityGood
 	}
 	step := func(at time.Time, want bool) {
 		t.Helper()

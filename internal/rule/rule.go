@@ -19,13 +19,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/clock"
 	"github.com/pith-historian/pith/internal/config"
-	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
 )
 
@@ -202,14 +203,14 @@ func (e *Engine) compile(src string) (*vm.Program, error) {
 			if !v.Has {
 				return nil, fmt.Errorf("tag %q has no value yet", v.Tag)
 			}
-			if v.Q == store.QualityBad {
+			if v.Q == model.QualityBad {
 				return nil, fmt.Errorf("tag %q is bad", v.Tag)
 			}
 			return v.V, nil
 		}, new(func(string) float64)),
 		expr.Function("good", func(params ...any) (any, error) {
 			v, err := value(str(params))
-			return err == nil && v.Has && v.Q == store.QualityGood, nil
+			return err == nil && v.Has && v.Q == model.QualityGood, nil
 		}, new(func(string) bool)),
 		expr.Function("age", func(params ...any) (any, error) {
 			v, err := value(str(params))

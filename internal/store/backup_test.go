@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pith-historian/pith/internal/model"
 )
 
 const dayMs = int64(86_400_000)
@@ -57,9 +59,9 @@ func testBackupUnderLoad(t *testing.T, link bool) {
 					return
 				default:
 				}
-				pts := make([]Point, batch)
+				pts := make([]model.Point, batch)
 				for j := range pts {
-					pts[j] = Point{Tag: tag, T: backupTime(i + j), V: backupValue(w, i+j)}
+					pts[j] = model.Point{Tag: tag, T: backupTime(i + j), V: backupValue(w, i+j)}
 				}
 				if err := db.Write(context.Background(), pts); err != nil {
 					t.Error(err)
@@ -160,9 +162,9 @@ func buildBackupStore(t *testing.T, dir string, days int) *DB {
 func writeDays(t *testing.T, db *DB, from, to int) {
 	t.Helper()
 	for d := from; d < to; d++ {
-		pts := make([]Point, 400)
+		pts := make([]model.Point, 400)
 		for i := range pts {
-			pts[i] = Point{Tag: "plant.a", T: 19_000*dayMs + int64(d)*dayMs + int64(i)*1000, V: float64(d*1000 + i)}
+			pts[i] = model.Point{Tag: "plant.a", T: 19_000*dayMs + int64(d)*dayMs + int64(i)*1000, V: float64(d*1000 + i)}
 		}
 		if err := db.Write(context.Background(), pts); err != nil {
 			t.Fatal(err)
@@ -171,7 +173,7 @@ func writeDays(t *testing.T, db *DB, from, to int) {
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	pts := []Point{{Tag: "plant.b", T: 19_000*dayMs + int64(to)*dayMs, V: float64(to)}}
+	pts := []model.Point{{Tag: "plant.b", T: 19_000*dayMs + int64(to)*dayMs, V: float64(to)}}
 	if err := db.Write(context.Background(), pts); err != nil {
 		t.Fatal(err)
 	}
@@ -444,11 +446,11 @@ func BenchmarkBackup(b *testing.B) {
 	}
 	defer db.Close()
 	for d := range 30 {
-		pts := make([]Point, 0, 2*8640)
+		pts := make([]model.Point, 0, 2*8640)
 		for i := range 8640 {
 			t := 19_000*dayMs + int64(d)*dayMs + int64(i)*10_000
 			x := uint64(d*8640+i) * 0x9e3779b97f4a7c15 // noisy values: about 8 B/sample
-			pts = append(pts, Point{Tag: "plant.a", T: t, V: float64(x>>11) / (1 << 40)}, Point{Tag: "plant.b", T: t, V: float64(x>>20) / 7})
+			pts = append(pts, model.Point{Tag: "plant.a", T: t, V: float64(x>>11) / (1 << 40)}, model.Point{Tag: "plant.b", T: t, V: float64(x>>20) / 7})
 		}
 		if err := db.Write(context.Background(), pts); err != nil {
 			b.Fatal(err)
@@ -532,9 +534,9 @@ func TestBackupRunsReplacedAfterCapture(t *testing.T) {
 	defer snap.close()
 	// New samples in the same days, then a final compaction: every day's
 	// runs are merged into new ones and the captured files are removed.
-	pts := make([]Point, 0, 3)
+	pts := make([]model.Point, 0, 3)
 	for d := range 3 {
-		pts = append(pts, Point{Tag: "plant.a", T: 19_000*dayMs + int64(d)*dayMs + 500, V: -1})
+		pts = append(pts, model.Point{Tag: "plant.a", T: 19_000*dayMs + int64(d)*dayMs + 500, V: -1})
 	}
 	if err := db.Write(context.Background(), pts); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store/vfs"
 	"github.com/pith-historian/pith/internal/store/wal"
 )
@@ -107,13 +109,13 @@ var corruptTags = []string{"a.temp", "b.flow", "c.level"}
 // corruptPoints returns the data of the corruption store: each tag has
 // 4000 one-second samples on each of two days, so every series has rollup
 // tiers and many chunks.
-func corruptPoints() []Point {
-	var pts []Point
+func corruptPoints() []model.Point {
+	var pts []model.Point
 	for _, day := range corruptDays {
 		t0 := day*partitionMs + 3_600_000
 		for k, tag := range corruptTags {
 			for i := 0; i < 4000; i++ {
-				pts = append(pts, Point{Tag: tag, T: t0 + int64(i)*1000, V: float64((i*7+k*1000)%1000) / 10, Q: Quality(i % 3)})
+				pts = append(pts, model.Point{Tag: tag, T: t0 + int64(i)*1000, V: float64((i*7+k*1000)%1000) / 10, Q: model.Quality(i % 3)})
 			}
 		}
 	}
@@ -131,7 +133,7 @@ func quietOptions(h slog.Handler) Options {
 
 // buildCorruptStore writes corruptPoints and closes the store, which leaves
 // exactly one run file per day and an empty WAL.
-func buildCorruptStore(t *testing.T) (string, model) {
+func buildCorruptStore(t *testing.T) (string, naive) {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := Open(dir, quietOptions(nil))
@@ -139,7 +141,7 @@ func buildCorruptStore(t *testing.T) (string, model) {
 		t.Fatal(err)
 	}
 	pts := corruptPoints()
-	m := model{}
+	m := naive{}
 	for len(pts) > 0 {
 		n := min(1000, len(pts))
 		if err := db.Write(context.Background(), pts[:n]); err != nil {
@@ -458,11 +460,11 @@ func TestCorruptOneByte(t *testing.T) {
 
 // checkAllBut checks that every sample of the model is stored, except those
 // in lost, which must be gone (a damaged block is never half-read).
-func checkAllBut(t *testing.T, db *DB, m model, lost []lostRange) {
+func checkAllBut(t *testing.T, db *DB, m naive, lost []lostRange) {
 	t.Helper()
 	for tag := range m {
 		want := m.sorted(tag)
-		var keep []Sample
+		var keep []model.Sample
 		for _, s := range want {
 			gone := false
 			for _, l := range lost {
@@ -490,12 +492,12 @@ func checkAllBut(t *testing.T, db *DB, m model, lost []lostRange) {
 }
 
 // checkAggregates compares bucketed queries over both days with the model.
-func checkAggregates(t *testing.T, db *DB, m model) {
+func checkAggregates(t *testing.T, db *DB, m naive) {
 	t.Helper()
 	from, to := corruptDays[0]*partitionMs, (corruptDays[1]+1)*partitionMs
 	for tag := range m {
 		for _, n := range []int{1, 7, 500, 2000} {
-			for agg := AggMean; agg < AggRaw; agg++ {
+			for agg := model.AggMean; agg < model.AggRaw; agg++ {
 				got, err := db.Aggregate(tag, from, to, n, agg)
 				if err != nil {
 					t.Fatal(err)
@@ -517,10 +519,10 @@ func checkAggregates(t *testing.T, db *DB, m model) {
 // records after it are replayed.
 func TestCorruptWAL(t *testing.T) {
 	const nrec = 10
-	batch := func(k int) []Point {
-		var pts []Point
+	batch := func(k int) []model.Point {
+		var pts []model.Point
 		for i := 0; i < 50; i++ {
-			pts = append(pts, Point{Tag: fmt.Sprintf("w.%d", k%3), T: 1_700_000_000_000 + int64(k*1000+i)*1000, V: float64(k*100 + i)})
+			pts = append(pts, model.Point{Tag: fmt.Sprintf("w.%d", k%3), T: 1_700_000_000_000 + int64(k*1000+i)*1000, V: float64(k*100 + i)})
 		}
 		return pts
 	}
@@ -566,7 +568,7 @@ func TestCorruptWAL(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			m := model{}
+			m := naive{}
 			for k := 0; k < nrec; k++ {
 				lostK := false
 				for _, l := range c.lostRec {
@@ -688,7 +690,7 @@ func TestCorruptRunKeptForRepair(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A write to the other day makes the next flush rewrite the manifest.
-		if err := db.Write(context.Background(), []Point{{Tag: "d.new", T: corruptDays[1]*partitionMs + int64(round), V: 1}}); err != nil {
+		if err := db.Write(context.Background(), []model.Point{{Tag: "d.new", T: corruptDays[1]*partitionMs + int64(round), V: 1}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Close(); err != nil {
@@ -756,7 +758,7 @@ func TestReplayUndecodableRecordIsAtomic(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	pts := []Point{
+	pts := []model.Point{
 		{Tag: "atomic.x", T: 1_700_000_000_000, V: 1},
 		{Tag: "atomic.x", T: 1_700_000_001_000, V: 0.123456789}, // raw kind: flags, then 8 bytes
 	}

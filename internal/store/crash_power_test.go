@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store/vfs"
 )
 
@@ -96,7 +98,7 @@ func (f *crashFile) Truncate(size int64) error { f.c.tick(); return f.File.Trunc
 type pcOp struct {
 	id    int
 	kind  string
-	pts   []Point
+	pts   []model.Point
 	acked bool // the call returned nil: every point must survive
 	// state after the last recovery: unknown (not yet seen), present or
 	// absent. A present op must stay present; an absent unacknowledged
@@ -131,7 +133,7 @@ func (s *pcState) newOp(rnd *rand.Rand, kind string, n int) *pcOp {
 	// Op id*4000 + i keeps every op's timestamps apart within a day.
 	base := day*partitionMs + int64(op.id)*4000
 	for i := 0; i < n; i++ {
-		op.pts = append(op.pts, Point{Tag: pcTags[(op.id+i)%len(pcTags)], T: base + int64(i), V: float64(op.id) + float64(i)/4096, Q: Quality(i % 3)})
+		op.pts = append(op.pts, model.Point{Tag: pcTags[(op.id+i)%len(pcTags)], T: base + int64(i), V: float64(op.id) + float64(i)/4096, Q: model.Quality(i % 3)})
 	}
 	return op
 }
@@ -293,7 +295,7 @@ func pcWork(rnd *rand.Rand, db *DB, st *pcState, cfs *crashFS) {
 // nothing else is stored, and aggregates and Latest agree with that.
 func pcCheck(t *testing.T, db *DB, st *pcState, round int) {
 	t.Helper()
-	stored := make(map[string]map[int64]Sample)
+	stored := make(map[string]map[int64]model.Sample)
 	lo, hi := pcDays[0]*partitionMs, (pcDays[len(pcDays)-1]+1)*partitionMs
 	for _, tag := range pcTags {
 		got, err := db.Raw(tag, lo, hi, 0)
@@ -303,7 +305,7 @@ func pcCheck(t *testing.T, db *DB, st *pcState, round int) {
 		if err != nil {
 			t.Fatalf("round %d: raw %s: %v", round, tag, err)
 		}
-		m := make(map[int64]Sample, len(got))
+		m := make(map[int64]model.Sample, len(got))
 		for i, s := range got {
 			if i > 0 && s.T <= got[i-1].T {
 				t.Fatalf("round %d: raw %s out of order at %d", round, tag, i)
@@ -312,7 +314,7 @@ func pcCheck(t *testing.T, db *DB, st *pcState, round int) {
 		}
 		stored[tag] = m
 	}
-	want := model{}
+	want := naive{}
 	total := 0
 	for _, op := range st.ops {
 		present := 0
@@ -368,7 +370,7 @@ func pcCheck(t *testing.T, db *DB, st *pcState, round int) {
 			t.Fatalf("round %d: latest %s: got %+v want %+v", round, tag, l[0].Sample, s[len(s)-1])
 		}
 		for _, n := range []int{1, 3, 97} {
-			for _, agg := range []Agg{AggCount, AggSum, AggMin, AggLast} {
+			for _, agg := range []model.Agg{model.AggCount, model.AggSum, model.AggMin, model.AggLast} {
 				got, err := db.Aggregate(tag, lo, hi, n, agg)
 				if err != nil {
 					t.Fatal(err)

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store/vfs"
 	"github.com/pith-historian/pith/internal/store/wal"
 )
@@ -29,7 +31,7 @@ var ErrClosed = errors.New("store closed")
 // Latest is the newest sample of a tag.
 type Latest struct {
 	Tag string
-	Sample
+	model.Sample
 }
 
 // TagInfo describes a stored tag.
@@ -328,7 +330,7 @@ func (db *DB) openRuns(m *manifest) error {
 				if int(rs.id) >= len(s.names) {
 					return &CorruptionError{File: r.path, Err: fmt.Errorf("series id %d not in series file", rs.id)}
 				}
-				s.observeLocked(rs.id, rs.minT, rs.total.first, QualityGood)
+				s.observeLocked(rs.id, rs.minT, rs.total.first, model.QualityGood)
 				s.observeLocked(rs.id, rs.last.T, rs.last.V, rs.last.Q)
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store/wal"
 )
 
@@ -133,7 +135,7 @@ func (db *DB) deleteLocked(t tombstone) (int64, error) {
 	if !ok {
 		return 0, fmt.Errorf("delete %q: %w", t.Tag, ErrUnknownTag)
 	}
-	count, err := db.Aggregate(t.Tag, t.From, t.To, 1, AggCount)
+	count, err := db.Aggregate(t.Tag, t.From, t.To, 1, model.AggCount)
 	if err != nil {
 		return 0, err
 	}
@@ -290,10 +292,10 @@ func (db *DB) refreshSeries(id uint32) {
 	var (
 		has   bool
 		first int64
-		last  Sample
+		last  model.Sample
 		rank  uint64 // of last: on equal times the newer run, then a head, wins
 	)
-	see := func(minT int64, l Sample, r uint64) {
+	see := func(minT int64, l model.Sample, r uint64) {
 		if !has || minT < first {
 			first = minT
 		}
@@ -320,7 +322,7 @@ func (db *DB) refreshSeries(id uint32) {
 		h.mu.Lock()
 		if s := h.getSorted(id); s != nil && len(s.ts) > 0 {
 			n := len(s.ts) - 1
-			see(s.ts[0], Sample{T: s.ts[n], V: s.vs[n], Q: s.qs[n]}, r)
+			see(s.ts[0], model.Sample{T: s.ts[n], V: s.vs[n], Q: s.qs[n]}, r)
 		}
 		h.mu.Unlock()
 	}
@@ -346,7 +348,7 @@ func (db *DB) replayRecord(pos wal.Pos, d *dataRecord) (int, error) {
 		return db.applyRecord(d)
 	}
 	// Decode to points by name, then drop the deleted ones.
-	pts := make([]Point, 0, d.n)
+	pts := make([]model.Point, 0, d.n)
 	s := db.series
 	s.mu.RLock()
 	for i := 0; i < d.n; i++ {
@@ -365,7 +367,7 @@ func (db *DB) replayRecord(pos wal.Pos, d *dataRecord) (int, error) {
 			s.mu.RUnlock()
 			return 0, fmt.Errorf("data record names unknown series %d", sid)
 		}
-		pts = append(pts, Point{Tag: name, T: t, V: v, Q: q})
+		pts = append(pts, model.Point{Tag: name, T: t, V: v, Q: q})
 	}
 	s.mu.RUnlock()
 	k := 0

@@ -8,10 +8,12 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store/vfs"
 )
 
-func (m model) delete(tag string, from, to int64) int64 {
+func (m naive) delete(tag string, from, to int64) int64 {
 	var n int64
 	for ts := range m[tag] {
 		if ts >= from && ts < to {
@@ -50,14 +52,14 @@ func testDeleteAgainstModel(t *testing.T, seed int64) {
 		t.Fatal(err)
 	}
 	defer func() { db.Close() }()
-	m := model{}
+	m := naive{}
 	tags := []string{"a.x", "b.y", "c.z"}
 	const day = partitionMs
 	t0 := int64(1_700_000_000_000)
 	clock := t0
 	deletes := 0
 	for step := 0; step < 30; step++ {
-		var pts []Point
+		var pts []model.Point
 		n := 1 + rnd.Intn(400)
 		for i := 0; i < n; i++ {
 			var ts int64
@@ -71,7 +73,7 @@ func testDeleteAgainstModel(t *testing.T, seed int64) {
 				ts = clock - int64(rnd.Intn(5))*1000
 			}
 			v := math.Round(rnd.NormFloat64()*1000) / 100
-			pts = append(pts, Point{Tag: tags[rnd.Intn(len(tags))], T: ts, V: v, Q: Quality(rnd.Intn(3))})
+			pts = append(pts, model.Point{Tag: tags[rnd.Intn(len(tags))], T: ts, V: v, Q: model.Quality(rnd.Intn(3))})
 		}
 		if err := db.Write(context.Background(), pts); err != nil {
 			t.Fatal(err)
@@ -159,10 +161,10 @@ func TestDeleteOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := model{}
+	m := naive{}
 	const t0 = int64(1_700_000_000_000)
 	ctx := context.Background()
-	write := func(pts []Point) {
+	write := func(pts []model.Point) {
 		t.Helper()
 		if err := db.Write(ctx, pts); err != nil {
 			t.Fatal(err)
@@ -181,9 +183,9 @@ func TestDeleteOrder(t *testing.T) {
 	if want := m.delete("a", t0, t0+partitionMs/2); n != want {
 		t.Fatalf("deleted %d, want %d", n, want)
 	}
-	write([]Point{{Tag: "a", T: t0 + 1000, V: 42}})         // after the delete, in its range
-	write(dayPoints("a", t0+700, 300, 1, 3))                // a bulk load into the range
-	write([]Point{{Tag: "a", T: t0 + 2*partitionMs, V: 7}}) // latest
+	write([]model.Point{{Tag: "a", T: t0 + 1000, V: 42}})         // after the delete, in its range
+	write(dayPoints("a", t0+700, 300, 1, 3))                      // a bulk load into the range
+	write([]model.Point{{Tag: "a", T: t0 + 2*partitionMs, V: 7}}) // latest
 	checkStore(t, db, m)
 	after := fs.Crash(vfs.CrashOptions{})
 	db.Close()
@@ -225,7 +227,7 @@ func TestDeleteErrors(t *testing.T) {
 	if _, err := db.Delete(ctx, "nope", 0, 10); !errors.Is(err, ErrUnknownTag) {
 		t.Errorf("unknown tag: got %v", err)
 	}
-	if err := db.Write(ctx, []Point{{Tag: "a", T: 5, V: 1}}); err != nil {
+	if err := db.Write(ctx, []model.Point{{Tag: "a", T: 5, V: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Delete(ctx, "a", 10, 10); err == nil {
@@ -263,11 +265,11 @@ func BenchmarkDelete(b *testing.B) {
 	}
 	defer db.Close()
 	const t0 = int64(1_700_006_400_000) // a day boundary
-	pts := make([]Point, 0, 86400)
+	pts := make([]model.Point, 0, 86400)
 	for k := 0; k < 10; k++ {
 		pts = pts[:0]
 		for i := 0; i < 86400; i++ {
-			pts = append(pts, Point{Tag: fmt.Sprintf("t%d", k), T: t0 + int64(i)*1000, V: float64(i % 1000)})
+			pts = append(pts, model.Point{Tag: fmt.Sprintf("t%d", k), T: t0 + int64(i)*1000, V: float64(i % 1000)})
 		}
 		if err := db.Write(context.Background(), pts); err != nil {
 			b.Fatal(err)

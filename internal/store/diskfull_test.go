@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store/vfs"
 )
 
@@ -91,7 +93,7 @@ func diskFullOptions(fs vfs.FS) Options {
 
 // checkStore compares every tag's raw samples, a few aggregates and the
 // latest sample with the model.
-func checkStore(t *testing.T, db *DB, m model) {
+func checkStore(t *testing.T, db *DB, m naive) {
 	t.Helper()
 	for tag := range m {
 		want := m.sorted(tag)
@@ -110,9 +112,9 @@ func checkStore(t *testing.T, db *DB, m model) {
 		}
 		lo, hi := want[0].T, want[len(want)-1].T+1
 		for _, n := range []int{1, 100} {
-			aggs := []Agg{AggMean, AggMin, AggMax, AggFirst, AggLast, AggSum, AggCount}
+			aggs := []model.Agg{model.AggMean, model.AggMin, model.AggMax, model.AggFirst, model.AggLast, model.AggSum, model.AggCount}
 			if n > 1 {
-				aggs = []Agg{AggMin, AggMax, AggCount}
+				aggs = []model.Agg{model.AggMin, model.AggMax, model.AggCount}
 			}
 			for _, agg := range aggs {
 				got, err := db.Aggregate(tag, lo-5000, hi+5000, n, agg)
@@ -138,10 +140,10 @@ func checkStore(t *testing.T, db *DB, m model) {
 }
 
 // dayPoints returns n points of tag spread over days days from t0.
-func dayPoints(tag string, t0 int64, n, days int, v float64) []Point {
-	pts := make([]Point, n)
+func dayPoints(tag string, t0 int64, n, days int, v float64) []model.Point {
+	pts := make([]model.Point, n)
 	for i := range pts {
-		pts[i] = Point{Tag: tag, T: t0 + int64(i)*int64(days)*partitionMs/int64(n), V: v + float64(i)}
+		pts[i] = model.Point{Tag: tag, T: t0 + int64(i)*int64(days)*partitionMs/int64(n), V: v + float64(i)}
 	}
 	return pts
 }
@@ -157,19 +159,19 @@ func TestDiskFull(t *testing.T) {
 		match func(string) bool
 		// op is what runs while the disk is full; it reports whether its
 		// points were acknowledged.
-		op func(db *DB, m model) error
+		op func(db *DB, m naive) error
 	}{
-		{"wal append", inWAL, func(db *DB, m model) error {
+		{"wal append", inWAL, func(db *DB, m naive) error {
 			return db.Write(context.Background(), dayPoints("a", t0+5, 50, 1, 1000))
 		}},
-		{"flush", inRuns, func(db *DB, m model) error {
+		{"flush", inRuns, func(db *DB, m naive) error {
 			if err := db.Write(context.Background(), dayPoints("b", t0+7, 150, 3, 2000)); err != nil {
 				return fmt.Errorf("write while runs cannot be written: %w", err)
 			}
 			m.write(dayPoints("b", t0+7, 150, 3, 2000))
 			return db.Flush()
 		}},
-		{"merge", inRuns, func(db *DB, m model) error {
+		{"merge", inRuns, func(db *DB, m naive) error {
 			// Overlapping runs of a day force a merge when installed.
 			if err := db.Write(context.Background(), dayPoints("a", t0+3, 100, 2, 3000)); err != nil {
 				return err
@@ -177,24 +179,24 @@ func TestDiskFull(t *testing.T) {
 			m.write(dayPoints("a", t0+3, 100, 2, 3000))
 			return db.Flush()
 		}},
-		{"bulk commit", inRuns, func(db *DB, m model) error {
+		{"bulk commit", inRuns, func(db *DB, m naive) error {
 			return db.Write(context.Background(), dayPoints("c", t0+11, 500, 4, 4000))
 		}},
-		{"manifest write", isManifest, func(db *DB, m model) error {
+		{"manifest write", isManifest, func(db *DB, m naive) error {
 			if err := db.Write(context.Background(), dayPoints("b", t0+13, 120, 2, 5000)); err != nil {
 				return err
 			}
 			m.write(dayPoints("b", t0+13, 120, 2, 5000))
 			return db.Flush()
 		}},
-		{"series file", isSeries, func(db *DB, m model) error {
+		{"series file", isSeries, func(db *DB, m naive) error {
 			if err := db.Write(context.Background(), dayPoints("new.tag", t0+17, 20, 1, 6000)); err != nil {
 				return err
 			}
 			m.write(dayPoints("new.tag", t0+17, 20, 1, 6000))
 			return db.Flush()
 		}},
-		{"delete", isManifest, func(db *DB, m model) error {
+		{"delete", isManifest, func(db *DB, m naive) error {
 			_, err := db.Delete(context.Background(), "a", t0, t0+partitionMs)
 			return err
 		}},
@@ -208,7 +210,7 @@ func TestDiskFull(t *testing.T) {
 					t.Fatal(err)
 				}
 				db.nospace.hold = -1 // report recovery at once
-				m := model{}
+				m := naive{}
 				for i, tag := range []string{"a", "b"} {
 					pts := dayPoints(tag, t0, 400, 3, float64(i))
 					if err := db.Write(context.Background(), pts); err != nil {
@@ -280,7 +282,7 @@ func TestDiskFullHeadBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	m := model{}
+	m := naive{}
 	fs.fill(inRuns)
 	const t0 = int64(1_700_000_000_000)
 	refused := false
@@ -332,14 +334,14 @@ func TestDiskFullLoopMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	m := model{}
+	m := naive{}
 	const t0 = int64(1_700_000_000_000)
 	var full error
 	for i := 0; i < 10000 && full == nil; i++ {
 		// Noisy values compress badly, so the disk fills quickly.
-		pts := make([]Point, 100)
+		pts := make([]model.Point, 100)
 		for k := range pts {
-			pts[k] = Point{Tag: fmt.Sprintf("t%d", k%10), T: t0 + int64(i*100+k)*1000, V: math.Sin(float64(i*100+k)) * 1e6}
+			pts[k] = model.Point{Tag: fmt.Sprintf("t%d", k%10), T: t0 + int64(i*100+k)*1000, V: math.Sin(float64(i*100+k)) * 1e6}
 		}
 		if err := db.Write(context.Background(), pts); err != nil {
 			full = err
@@ -364,7 +366,7 @@ func TestDiskFullLoopMount(t *testing.T) {
 		t.Fatalf("grow tmpfs: %v", err)
 	}
 	// The store notices by itself: its flusher retries every second.
-	pts := []Point{{Tag: "t0", T: t0 - 1000, V: 1}}
+	pts := []model.Point{{Tag: "t0", T: t0 - 1000, V: 1}}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		err := db.Write(context.Background(), pts)
@@ -404,18 +406,18 @@ func TestDiskFullHold(t *testing.T) {
 	defer db.Close()
 	ctx := context.Background()
 	fs.fill(inWAL)
-	if err := db.Write(ctx, []Point{{Tag: "a", T: 1, V: 1}}); !errors.Is(err, ErrDiskFull) {
+	if err := db.Write(ctx, []model.Point{{Tag: "a", T: 1, V: 1}}); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("write on a full disk: %v", err)
 	}
 	fs.fill(nil)
-	if err := db.Write(ctx, []Point{{Tag: "a", T: 2, V: 1}}); err != nil {
+	if err := db.Write(ctx, []model.Point{{Tag: "a", T: 2, V: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if !db.DiskFull() {
 		t.Error("DiskFull() false right after a refused write")
 	}
 	db.nospace.lastFull.Add(-int64(diskFullHold)) // as if the refusal were 10 s ago
-	if err := db.Write(ctx, []Point{{Tag: "a", T: 3, V: 1}}); err != nil {
+	if err := db.Write(ctx, []model.Point{{Tag: "a", T: 3, V: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if db.DiskFull() {

@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"path/filepath"
 	"sort"
 	"time"
@@ -306,7 +308,7 @@ func (db *DB) commitBulk(runs map[int64][]*runFile) error {
 		for _, r := range rs {
 			for i := range r.series {
 				x := &r.series[i]
-				s.observeLocked(x.id, x.minT, x.total.first, QualityGood)
+				s.observeLocked(x.id, x.minT, x.total.first, model.QualityGood)
 				s.observeLocked(x.id, x.last.T, x.last.V, x.last.Q)
 			}
 		}

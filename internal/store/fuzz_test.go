@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store/vfs"
 )
 
@@ -43,11 +45,11 @@ func goldenInputs() []runInput {
 	for i := 0; i < 3000; i++ {
 		dense.ts = append(dense.ts, t0+3_600_000+int64(i)*1000)
 		dense.vs = append(dense.vs, math.Round(math.Sin(float64(i)/50)*10000)/100)
-		q := QualityGood
+		q := model.QualityGood
 		if i%97 == 0 {
-			q = QualityBad
+			q = model.QualityBad
 		} else if i%211 == 0 {
-			q = QualityUncertain
+			q = model.QualityUncertain
 		}
 		dense.qs = append(dense.qs, q)
 	}
@@ -55,14 +57,14 @@ func goldenInputs() []runInput {
 	for i := 0; i < 5; i++ {
 		sparse.ts = append(sparse.ts, t0+int64(i)*4*3_600_000+17)
 		sparse.vs = append(sparse.vs, float64(i)*1.5-3)
-		sparse.qs = append(sparse.qs, QualityGood)
+		sparse.qs = append(sparse.qs, model.QualityGood)
 	}
-	single := runInput{id: 5, ts: []int64{t0 + 43_200_000}, vs: []float64{-0.25}, qs: []Quality{QualityUncertain}}
+	single := runInput{id: 5, ts: []int64{t0 + 43_200_000}, vs: []float64{-0.25}, qs: []model.Quality{model.QualityUncertain}}
 	constant := runInput{id: 7}
 	for i := 0; i < 200; i++ {
 		constant.ts = append(constant.ts, t0+80_000_000+int64(i)*250)
 		constant.vs = append(constant.vs, 42)
-		constant.qs = append(constant.qs, QualityGood)
+		constant.qs = append(constant.qs, model.QualityGood)
 	}
 	return []runInput{dense, sparse, single, constant}
 }
@@ -72,13 +74,13 @@ func goldenInputs() []runInput {
 var goldenNames = []string{"plant.boiler.temp", "plant.boiler.pressure", "site.a.flow", "x", "plant.pump.1.speed", "pith.sys.points", "long." + string(bytes.Repeat([]byte("n"), 300)), "z.last"}
 
 // goldenPoints are the points of the golden WAL data record.
-var goldenPoints = []Point{
-	{Tag: "plant.boiler.temp", T: 1_700_000_000_000, V: 81.25, Q: QualityGood},
-	{Tag: "plant.boiler.pressure", T: 1_700_000_000_000, V: 1.013, Q: QualityGood},
-	{Tag: "plant.boiler.temp", T: 1_700_000_001_000, V: 81.5, Q: QualityUncertain},
-	{Tag: "plant.boiler.temp", T: 1_699_999_000_000, V: -4e-300, Q: QualityBad}, // late
-	{Tag: "site.a.flow", T: -5, V: 0, Q: QualityGood},                           // before 1970
-	{Tag: "plant.boiler.pressure", T: 1_700_000_000_000, V: math.MaxFloat64, Q: QualityGood},
+var goldenPoints = []model.Point{
+	{Tag: "plant.boiler.temp", T: 1_700_000_000_000, V: 81.25, Q: model.QualityGood},
+	{Tag: "plant.boiler.pressure", T: 1_700_000_000_000, V: 1.013, Q: model.QualityGood},
+	{Tag: "plant.boiler.temp", T: 1_700_000_001_000, V: 81.5, Q: model.QualityUncertain},
+	{Tag: "plant.boiler.temp", T: 1_699_999_000_000, V: -4e-300, Q: model.QualityBad}, // late
+	{Tag: "site.a.flow", T: -5, V: 0, Q: model.QualityGood},                           // before 1970
+	{Tag: "plant.boiler.pressure", T: 1_700_000_000_000, V: math.MaxFloat64, Q: model.QualityGood},
 }
 
 // writeGoldenRun writes the golden run into dir and returns its bytes.
@@ -189,7 +191,7 @@ func decodeRun(r *runFile) (map[uint32]*runInput, int) {
 			in.ts = append(in.ts, d.ts...)
 			in.vs = append(in.vs, d.vs...)
 			for _, q := range d.qs {
-				in.qs = append(in.qs, Quality(q))
+				in.qs = append(in.qs, model.Quality(q))
 			}
 		}
 		if s.fine != noTier {
@@ -310,12 +312,12 @@ func TestFormatGolden(t *testing.T) {
 
 // decodeAllPoints decodes a data record into points. A point keyed by a
 // series id rather than a name in the record gets the tag "#id".
-func decodeAllPoints(rec []byte) ([]Point, error) {
+func decodeAllPoints(rec []byte) ([]model.Point, error) {
 	var d dataRecord
 	if err := decodeDataRecord(rec, &d); err != nil {
 		return nil, err
 	}
-	var out []Point
+	var out []model.Point
 	for i := 0; i < d.n; i++ {
 		k, t, v, q, err := d.next()
 		if err != nil {
@@ -325,7 +327,7 @@ func decodeAllPoints(rec []byte) ([]Point, error) {
 		if k < len(d.names) {
 			tag = string(d.names[k])
 		}
-		out = append(out, Point{Tag: tag, T: t, V: v, Q: q})
+		out = append(out, model.Point{Tag: tag, T: t, V: v, Q: q})
 	}
 	return out, nil
 }
@@ -343,7 +345,7 @@ func FuzzDataRecord(f *testing.F) {
 			return
 		}
 		for _, p := range pts {
-			if CheckValue(p.V) != nil || p.Q > QualityUncertain {
+			if model.CheckValue(p.V) != nil || p.Q > model.QualityUncertain {
 				t.Fatalf("decoded an invalid point %+v", p)
 			}
 			if strings.HasPrefix(p.Tag, "#") {
@@ -563,7 +565,7 @@ func TestEncodeIndexMatchesWriter(t *testing.T) {
 	blocks, series, offs := goldenIndex(t)
 	_, raw := splitGoldenRun(t, golden)
 	if got := encodeIndex(goldenPart, 42, series, offs); !bytes.Equal(got, raw) {
-		t.Fatal("encodeIndex does not reproduce the golden index: the test's model of the format is out of date")
+		t.Fatal("encodeIndex does not reproduce the golden index: the test's naive of the format is out of date")
 	}
 	if r, err := openRunBytes(t, buildRun(blocks, raw)); err != nil {
 		t.Fatal(err)

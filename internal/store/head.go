@@ -4,6 +4,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // headSeries holds one tag's unflushed samples in arrival order. While
@@ -13,11 +15,11 @@ import (
 type headSeries struct {
 	ts     []int64
 	vs     []float64
-	qs     []Quality
+	qs     []model.Quality
 	sorted bool
 }
 
-func (s *headSeries) append(t int64, v float64, q Quality) {
+func (s *headSeries) append(t int64, v float64, q model.Quality) {
 	n := len(s.ts)
 	if n > 0 && t <= s.ts[n-1] {
 		s.sorted = false
@@ -41,7 +43,7 @@ func (s *headSeries) grow() {
 	copy(ts, s.ts)
 	vs := make([]float64, len(s.vs), c)
 	copy(vs, s.vs)
-	qs := make([]Quality, len(s.qs), c)
+	qs := make([]model.Quality, len(s.qs), c)
 	copy(qs, s.qs)
 	s.ts, s.vs, s.qs = ts, vs, qs
 }
@@ -89,7 +91,7 @@ type head struct {
 func newHead() *head { return &head{} }
 
 // appendLocked adds a sample; the caller holds h.mu for writing.
-func (h *head) appendLocked(id uint32, t int64, v float64, q Quality, now func() time.Time) {
+func (h *head) appendLocked(id uint32, t int64, v float64, q model.Quality, now func() time.Time) {
 	if int(id) >= len(h.series) {
 		n := make([]*headSeries, int(id)+1+len(h.series)/2)
 		copy(n, h.series)

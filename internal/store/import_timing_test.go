@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // BenchmarkImportDataset imports a standard dataset through one
@@ -50,13 +52,13 @@ func BenchmarkImportDataset(b *testing.B) {
 	}
 }
 
-func loadCSV(b *testing.B, path string) []Point {
+func loadCSV(b *testing.B, path string) []model.Point {
 	f, err := os.Open(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	var pts []Point
+	var pts []model.Point
 	names := map[string]string{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -70,7 +72,7 @@ func loadCSV(b *testing.B, path string) []Point {
 		}
 		t, _ := strconv.ParseInt(string(l[a+1:c]), 10, 64)
 		v, _ := strconv.ParseFloat(string(l[c+1:]), 64)
-		pts = append(pts, Point{Tag: tag, T: t, V: v})
+		pts = append(pts, model.Point{Tag: tag, T: t, V: v})
 	}
 	return pts
 }

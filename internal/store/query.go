@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/bits"
 	"sort"
+
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // MaxBuckets bounds the bucket count of one query.
@@ -89,8 +91,8 @@ func (db *DB) checkWindow(tag string, from, to int64) (uint32, error) {
 // Aggregate splits [from, to) into n equal buckets and returns agg of each.
 // It reads whole rollup cells inside buckets and raw samples only at bucket
 // edges, and is exact: the answer equals a scan of the raw samples.
-func (db *DB) Aggregate(tag string, from, to int64, n int, agg Agg) ([]Bucket, error) {
-	if agg >= AggRaw {
+func (db *DB) Aggregate(tag string, from, to int64, n int, agg model.Agg) ([]Bucket, error) {
+	if agg >= model.AggRaw {
 		return nil, errors.New("aggregate: raw is not a bucket aggregate")
 	}
 	if n < 1 || n > MaxBuckets {
@@ -101,7 +103,7 @@ func (db *DB) Aggregate(tag string, from, to int64, n int, agg Agg) ([]Bucket, e
 		return nil, err
 	}
 	q := &query{db: db, id: id, bb: newBounds(from, to, n), accs: make([]acc, n),
-		sumsOnly: agg == AggMean || agg == AggSum || agg == AggCount}
+		sumsOnly: agg == model.AggMean || agg == model.AggSum || agg == model.AggCount}
 	db.mu.RLock()
 	heads := db.headPieces(id, from, to)
 	db.forPartitions(from, to, heads, func(p int64, runs []*runFile, hp []runInput) bool {
@@ -138,7 +140,7 @@ func (db *DB) headPieces(id uint32, from, to int64) []runInput {
 		if p := clip(s, from, to); len(p.ts) > 0 {
 			p.ts = append([]int64(nil), p.ts...)
 			p.vs = append([]float64(nil), p.vs...)
-			p.qs = append([]Quality(nil), p.qs...)
+			p.qs = append([]model.Quality(nil), p.qs...)
 			out = append(out, p)
 		}
 	}
@@ -435,7 +437,7 @@ func (q *query) addSamples(ts []int64, vs []float64) {
 
 // Raw returns the stored samples of tag in [from, to) in time order, at
 // most limit of them (all when limit <= 0).
-func (db *DB) Raw(tag string, from, to int64, limit int) ([]Sample, error) {
+func (db *DB) Raw(tag string, from, to int64, limit int) ([]model.Sample, error) {
 	id, err := db.checkWindow(tag, from, to)
 	if err != nil {
 		return nil, err
@@ -461,9 +463,9 @@ func (db *DB) Raw(tag string, from, to int64, limit int) ([]Sample, error) {
 	if limit > 0 && n > limit {
 		n = limit
 	}
-	out := make([]Sample, n)
+	out := make([]model.Sample, n)
 	for i := range out {
-		out[i] = Sample{T: base.ts[i], V: base.vs[i], Q: base.qs[i]}
+		out[i] = model.Sample{T: base.ts[i], V: base.vs[i], Q: base.qs[i]}
 	}
 	return out, nil
 }
@@ -481,7 +483,7 @@ func (q *query) readRange(r *runFile, rs *runSeries, from, to int64, out *runInp
 			if t >= from && t < to {
 				out.ts = append(out.ts, t)
 				out.vs = append(out.vs, d.vs[j])
-				out.qs = append(out.qs, Quality(d.qs[j]))
+				out.qs = append(out.qs, model.Quality(d.qs[j]))
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package store
 import (
 	"os"
 	"testing"
+
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // BenchmarkQueryDataset times the standard queries Q1-Q3 in-process on a
@@ -27,7 +29,7 @@ func BenchmarkQueryDataset(b *testing.B) {
 		b.Run(q.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				if _, err := db.Aggregate("power", t0, q.to, 1000, AggMean); err != nil {
+				if _, err := db.Aggregate("power", t0, q.to, 1000, model.AggMean); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -3,6 +3,8 @@ package store
 import (
 	"math"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store/chunkenc"
 )
 
@@ -111,27 +113,27 @@ func (a *acc) merge(b *acc) {
 }
 
 // value returns the aggregate agg of what was accumulated.
-func (a *acc) value(agg Agg) (float64, bool) {
+func (a *acc) value(agg model.Agg) (float64, bool) {
 	if a.n == 0 {
-		if agg == AggCount || agg == AggSum {
+		if agg == model.AggCount || agg == model.AggSum {
 			return 0, false
 		}
 		return 0, false
 	}
 	switch agg {
-	case AggMean:
+	case model.AggMean:
 		return a.sum / float64(a.n), true
-	case AggMin:
+	case model.AggMin:
 		return a.min, true
-	case AggMax:
+	case model.AggMax:
 		return a.max, true
-	case AggFirst:
+	case model.AggFirst:
 		return a.first, true
-	case AggLast:
+	case model.AggLast:
 		return a.last, true
-	case AggSum:
+	case model.AggSum:
 		return a.sum, true
-	case AggCount:
+	case model.AggCount:
 		return float64(a.n), true
 	}
 	return 0, false

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"syscall"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store/chunkenc"
 	"github.com/pith-historian/pith/internal/store/vfs"
 )
@@ -38,7 +40,7 @@ type runSeries struct {
 	id         uint32
 	n          int64
 	minT, maxT int64
-	last       Sample
+	last       model.Sample
 	total      acc
 	fine       uint8
 	chunks     []chunkRef
@@ -244,7 +246,7 @@ func (r *runFile) parseIndex(idx []byte) error {
 		s.n = int64(br.uvarint())
 		s.minT = br.varint()
 		s.maxT = br.varint()
-		s.last = Sample{T: s.maxT, V: br.f64(), Q: Quality(br.byte1())}
+		s.last = model.Sample{T: s.maxT, V: br.f64(), Q: model.Quality(br.byte1())}
 		s.fine = br.byte1()
 		s.total = acc{n: s.n, sum: br.f64(), min: br.f64(), max: br.f64(), first: br.f64(), last: s.last.V, firstK: s.minT, lastK: s.maxT}
 		nc := br.uvarint()
@@ -375,7 +377,7 @@ func (r *runFile) readAll(s *runSeries, in *runInput) error {
 		in.ts = append(in.ts, d.ts...)
 		in.vs = append(in.vs, d.vs...)
 		for _, q := range d.qs {
-			in.qs = append(in.qs, Quality(q))
+			in.qs = append(in.qs, model.Quality(q))
 		}
 	}
 	return nil

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store/chunkenc"
 	"github.com/pith-historian/pith/internal/store/vfs"
 	"golang.org/x/sys/unix"
@@ -33,7 +35,7 @@ type runInput struct {
 	id uint32
 	ts []int64
 	vs []float64
-	qs []Quality
+	qs []model.Quality
 }
 
 // runWriter streams blocks to a new run file and builds its index.

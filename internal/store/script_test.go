@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // TestQueryScripts runs the query scripts in testdata/query. A script is a
@@ -64,14 +66,14 @@ func runScript(t *testing.T, path string) {
 		}
 		switch fs[0] {
 		case "write":
-			var pts []Point
+			var pts []model.Point
 			for _, tv := range fs[2:] {
 				ts, vs, _ := strings.Cut(tv, ":")
 				v, err := strconv.ParseFloat(vs, 64)
 				if err != nil {
 					t.Fatalf("%s: bad sample %q", at, tv)
 				}
-				pts = append(pts, Point{Tag: fs[1], T: num(ts), V: v})
+				pts = append(pts, model.Point{Tag: fs[1], T: num(ts), V: v})
 			}
 			if err := db.Write(context.Background(), pts); err != nil {
 				t.Fatalf("%s: %v", at, err)
@@ -88,7 +90,7 @@ func runScript(t *testing.T, path string) {
 				t.Fatalf("%s: %v", at, err)
 			}
 		case "data":
-			agg, err := ParseAgg(fs[5])
+			agg, err := model.ParseAgg(fs[5])
 			if err != nil {
 				t.Fatalf("%s: %v", at, err)
 			}

@@ -7,9 +7,12 @@ import (
 	"hash/crc32"
 	"os"
 
-	"github.com/pith-historian/pith/internal/store/vfs"
+	"github.com/pith-historian/pith/internal/model"
+
 	"path/filepath"
 	"sync"
+
+	"github.com/pith-historian/pith/internal/store/vfs"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -21,7 +24,7 @@ type seriesTable struct {
 	mu     sync.RWMutex
 	byName map[string]uint32
 	names  []string
-	latest []Sample
+	latest []model.Sample
 	has    []bool // latest is set
 	first  []int64
 	saved  int // ids below this are in the series file
@@ -59,22 +62,22 @@ func (s *seriesTable) getOrCreateLocked(name []byte) uint32 {
 	id := uint32(len(s.names))
 	s.byName[n] = id
 	s.names = append(s.names, n)
-	s.latest = append(s.latest, Sample{})
+	s.latest = append(s.latest, model.Sample{})
 	s.has = append(s.has, false)
 	s.first = append(s.first, 0)
 	return id
 }
 
 // observeLocked records a sample for Latest and the tag's time range.
-func (s *seriesTable) observeLocked(id uint32, t int64, v float64, q Quality) {
+func (s *seriesTable) observeLocked(id uint32, t int64, v float64, q model.Quality) {
 	if !s.has[id] {
 		s.has[id] = true
-		s.latest[id] = Sample{T: t, V: v, Q: q}
+		s.latest[id] = model.Sample{T: t, V: v, Q: q}
 		s.first[id] = t
 		return
 	}
 	if t >= s.latest[id].T {
-		s.latest[id] = Sample{T: t, V: v, Q: q}
+		s.latest[id] = model.Sample{T: t, V: v, Q: q}
 	}
 	if t < s.first[id] {
 		s.first[id] = t

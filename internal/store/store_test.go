@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pith-historian/pith/internal/model"
 	"io"
 	"log/slog"
 	"math"
@@ -14,19 +15,19 @@ import (
 )
 
 // model is the naive reference: every tag's samples in a map, last write wins.
-type model map[string]map[int64]Sample
+type naive map[string]map[int64]model.Sample
 
-func (m model) write(pts []Point) {
+func (m naive) write(pts []model.Point) {
 	for _, p := range pts {
 		if m[p.Tag] == nil {
-			m[p.Tag] = make(map[int64]Sample)
+			m[p.Tag] = make(map[int64]model.Sample)
 		}
-		m[p.Tag][p.T] = Sample{T: p.T, V: p.V, Q: p.Q}
+		m[p.Tag][p.T] = model.Sample{T: p.T, V: p.V, Q: p.Q}
 	}
 }
 
-func (m model) sorted(tag string) []Sample {
-	var out []Sample
+func (m naive) sorted(tag string) []model.Sample {
+	var out []model.Sample
 	for _, s := range m[tag] {
 		out = append(out, s)
 	}
@@ -35,7 +36,7 @@ func (m model) sorted(tag string) []Sample {
 }
 
 // aggregate computes buckets by scanning, as the API contract defines them.
-func (m model) aggregate(tag string, from, to int64, n int, agg Agg) []Bucket {
+func (m naive) aggregate(tag string, from, to int64, n int, agg model.Agg) []Bucket {
 	out := make([]Bucket, n)
 	accs := make([]acc, n)
 	bb := newBounds(from, to, n)
@@ -94,13 +95,13 @@ func testAgainstModel(t *testing.T, seed int64) {
 		t.Fatal(err)
 	}
 	defer func() { db.Close() }()
-	m := model{}
+	m := naive{}
 	tags := []string{"a.x", "b.y", "c.z"}
 	const day = partitionMs
 	t0 := int64(1_700_000_000_000)
 	clock := t0
 	for step := 0; step < 60; step++ {
-		var pts []Point
+		var pts []model.Point
 		n := 1 + rnd.Intn(400)
 		for i := 0; i < n; i++ {
 			var ts int64
@@ -114,7 +115,7 @@ func testAgainstModel(t *testing.T, seed int64) {
 				ts = clock - int64(rnd.Intn(5))*1000
 			}
 			v := math.Round(rnd.NormFloat64()*1000) / 100
-			pts = append(pts, Point{Tag: tags[rnd.Intn(len(tags))], T: ts, V: v, Q: Quality(rnd.Intn(3))})
+			pts = append(pts, model.Point{Tag: tags[rnd.Intn(len(tags))], T: ts, V: v, Q: model.Quality(rnd.Intn(3))})
 		}
 		switch rnd.Intn(4) {
 		case 0: // a streamed transaction, in pieces
@@ -159,7 +160,7 @@ func testAgainstModel(t *testing.T, seed int64) {
 	}
 }
 
-func checkModel(t *testing.T, rnd *rand.Rand, db *DB, m model, tags []string, lo, hi int64) {
+func checkModel(t *testing.T, rnd *rand.Rand, db *DB, m naive, tags []string, lo, hi int64) {
 	t.Helper()
 	for k := 0; k < 6; k++ {
 		tag := tags[rnd.Intn(len(tags))]
@@ -172,7 +173,7 @@ func checkModel(t *testing.T, rnd *rand.Rand, db *DB, m model, tags []string, lo
 			from, to = lo, hi
 		}
 		n := 1 + rnd.Intn(300)
-		agg := Agg(rnd.Intn(int(AggRaw)))
+		agg := model.Agg(rnd.Intn(int(model.AggRaw)))
 		got, err := db.Aggregate(tag, from, to, n, agg)
 		if err != nil {
 			t.Fatal(err)
@@ -187,7 +188,7 @@ func checkModel(t *testing.T, rnd *rand.Rand, db *DB, m model, tags []string, lo
 		if err != nil {
 			t.Fatal(err)
 		}
-		var wantRaw []Sample
+		var wantRaw []model.Sample
 		for _, s := range m.sorted(tag) {
 			if s.T >= from && s.T < to {
 				wantRaw = append(wantRaw, s)
@@ -223,7 +224,7 @@ func TestUnknownTag(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Aggregate("nope", 0, 10, 1, AggMean); !errors.Is(err, ErrUnknownTag) {
+	if _, err := db.Aggregate("nope", 0, 10, 1, model.AggMean); !errors.Is(err, ErrUnknownTag) {
 		t.Fatalf("got %v, want ErrUnknownTag", err)
 	}
 }
@@ -243,10 +244,10 @@ func TestRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var pts []Point
+	var pts []model.Point
 	for d := int64(95); d < 100; d++ {
 		for s := int64(0); s < 86400; s += 10 {
-			pts = append(pts, Point{Tag: "x", T: d*day + s*1000, V: float64(s % 100)})
+			pts = append(pts, model.Point{Tag: "x", T: d*day + s*1000, V: float64(s % 100)})
 		}
 	}
 	if err := db.Write(context.Background(), pts); err != nil {
@@ -255,13 +256,13 @@ func TestRetention(t *testing.T) {
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := db.Aggregate("x", 95*day, 100*day, 5, AggMean)
+	before, _ := db.Aggregate("x", 95*day, 100*day, 5, model.AggMean)
 	// Twenty days later: days 95..99 are past raw retention, not rollups.
 	now = 120 * day
 	if err := db.enforceRetention(); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := db.Aggregate("x", 95*day, 100*day, 5, AggMean)
+	after, _ := db.Aggregate("x", 95*day, 100*day, 5, model.AggMean)
 	for i := range before {
 		if before[i] != after[i] {
 			t.Fatalf("day %d: mean %v after raw retention, want %v", i, after[i], before[i])
@@ -270,7 +271,7 @@ func TestRetention(t *testing.T) {
 	if raw, _ := db.Raw("x", 95*day, 100*day, 0); len(raw) != 0 {
 		t.Fatalf("%d raw samples kept past retention", len(raw))
 	}
-	err = db.Write(context.Background(), []Point{{Tag: "x", T: 105 * day, V: 1}})
+	err = db.Write(context.Background(), []model.Point{{Tag: "x", T: 105 * day, V: 1}})
 	if !errors.Is(err, ErrTooOld) {
 		t.Fatalf("write past retention: got %v, want ErrTooOld", err)
 	}
@@ -278,7 +279,7 @@ func TestRetention(t *testing.T) {
 	if err := db.enforceRetention(); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := db.Aggregate("x", 95*day, 100*day, 1, AggCount); got[0].OK {
+	if got, _ := db.Aggregate("x", 95*day, 100*day, 1, model.AggCount); got[0].OK {
 		t.Fatalf("count %v past rollup retention, want none", got[0].V)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand"
 	"testing"
+
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // Benchmarks on generated data, runnable anywhere:
@@ -13,9 +15,9 @@ import (
 //	go test -run '^$' -bench 'Bulk|Tiers|Aggregate|SmallWrites' ./internal/store
 
 // feedLike returns n samples every 10 s shaped like the standard feed.
-func feedLike(n int) []Point {
+func feedLike(n int) []model.Point {
 	rnd := rand.New(rand.NewSource(1))
-	pts := make([]Point, n)
+	pts := make([]model.Point, n)
 	spike := 0
 	for i := range pts {
 		t := int64(1_700_000_000_000) + int64(i)*10_000
@@ -30,7 +32,7 @@ func feedLike(n int) []Point {
 		if spike > 0 {
 			v += 2000
 		}
-		pts[i] = Point{Tag: "power", T: t, V: math.Max(v, 0)}
+		pts[i] = model.Point{Tag: "power", T: t, V: math.Max(v, 0)}
 	}
 	return pts
 }
@@ -73,7 +75,7 @@ func BenchmarkSmallWrites(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer db.Close()
-			pts := make([]Point, 100)
+			pts := make([]model.Point, 100)
 			for k := range pts {
 				pts[k].Tag = fmt.Sprintf("plant.r%d", k)
 			}
@@ -145,7 +147,7 @@ func BenchmarkAggregate(b *testing.B) {
 				if !warm {
 					db.cache = newCaches(db.opts.TierCacheBytes, db.opts.ChunkCacheBytes)
 				}
-				if _, err := db.Aggregate("power", from, to, 1000, AggMean); err != nil {
+				if _, err := db.Aggregate("power", from, to, 1000, model.AggMean); err != nil {
 					b.Fatal(err)
 				}
 			}

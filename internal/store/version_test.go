@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // goldenDataDir is a backup (so a data directory plus BACKUP) written by
@@ -21,18 +23,18 @@ const goldenDataDir = "testdata/format/datadir-v1"
 
 // goldenDirPoints are the points of the golden data directory: two days in
 // runs (one flush each), then a few points left in the WAL.
-func goldenDirPoints() (runs1, runs2, walOnly []Point) {
+func goldenDirPoints() (runs1, runs2, walOnly []model.Point) {
 	base := 19_700 * dayMs
 	for i := range 40 {
-		runs1 = append(runs1, Point{Tag: "site.pump.flow", T: base + int64(i)*60_000, V: float64(i) / 4})
-		runs1 = append(runs1, Point{Tag: "site.pump.state", T: base + int64(i)*600_000, V: float64(i % 2), Q: QualityUncertain})
+		runs1 = append(runs1, model.Point{Tag: "site.pump.flow", T: base + int64(i)*60_000, V: float64(i) / 4})
+		runs1 = append(runs1, model.Point{Tag: "site.pump.state", T: base + int64(i)*600_000, V: float64(i % 2), Q: model.QualityUncertain})
 	}
 	for i := range 30 {
-		runs2 = append(runs2, Point{Tag: "site.pump.flow", T: base + dayMs + int64(i)*60_000, V: 100 + float64(i)})
+		runs2 = append(runs2, model.Point{Tag: "site.pump.flow", T: base + dayMs + int64(i)*60_000, V: 100 + float64(i)})
 	}
-	walOnly = []Point{
+	walOnly = []model.Point{
 		{Tag: "site.pump.flow", T: base + dayMs + 31*60_000, V: 7.5},
-		{Tag: "site.tank.level", T: base + dayMs + 5_000, V: -3.25, Q: QualityBad},
+		{Tag: "site.tank.level", T: base + dayMs + 5_000, V: -3.25, Q: model.QualityBad},
 	}
 	return
 }
@@ -54,7 +56,7 @@ func TestGoldenDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	m := model{}
+	m := naive{}
 	a, b, c := goldenDirPoints()
 	m.write(a)
 	m.write(b)
@@ -90,7 +92,7 @@ func writeGoldenDataDir(t *testing.T) {
 	defer db.Close()
 	a, b, c := goldenDirPoints()
 	ctx := context.Background()
-	for _, pts := range [][]Point{a, b} {
+	for _, pts := range [][]model.Point{a, b} {
 		if err := db.Write(ctx, pts); err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +209,7 @@ func TestDeleteRaisesVersion(t *testing.T) {
 		return m.Version
 	}
 	ctx := context.Background()
-	pts := []Point{{Tag: "a.b", T: 1000, V: 1}, {Tag: "a.b", T: 2000, V: 2}}
+	pts := []model.Point{{Tag: "a.b", T: 1000, V: 1}, {Tag: "a.b", T: 2000, V: 2}}
 	if err := db.Write(ctx, pts); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +233,7 @@ func TestDeleteRaisesVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := db.Write(ctx, []Point{{Tag: "a.b", T: 3000, V: 3}}); err != nil {
+	if err := db.Write(ctx, []model.Point{{Tag: "a.b", T: 3000, V: 3}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Flush(); err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // WAL record types. A record's first byte is its type; the wal package frames
@@ -20,7 +22,7 @@ const txnAuto = 0
 
 // appendDataRecord encodes pts as one data record of transaction txn with
 // every tag written by name.
-func appendDataRecord(dst []byte, txn uint64, pts []Point, names map[string]int, order []string) []byte {
+func appendDataRecord(dst []byte, txn uint64, pts []model.Point, names map[string]int, order []string) []byte {
 	return appendDataRecordIDs(dst, txn, pts, names, order, nil)
 }
 
@@ -29,7 +31,7 @@ func appendDataRecord(dst []byte, txn uint64, pts []Point, names map[string]int,
 // way) is written as its id, any other by name, once per record. A scan of
 // 100 registers then costs about 5 bytes a point, not 20: the WAL is most
 // of what an SD card is written.
-func appendDataRecordIDs(dst []byte, txn uint64, pts []Point, names map[string]int, order []string, id func(string) (uint32, bool)) []byte {
+func appendDataRecordIDs(dst []byte, txn uint64, pts []model.Point, names map[string]int, order []string, id func(string) (uint32, bool)) []byte {
 	clear(names)
 	order = order[:0]
 	for i := range pts {
@@ -76,7 +78,7 @@ const (
 )
 
 // appendValue writes a value in its shortest exact form.
-func appendValue(dst []byte, v float64, q Quality) []byte {
+func appendValue(dst []byte, v float64, q model.Quality) []byte {
 	if v == math.Trunc(v) && math.Abs(v) < 1<<53 && !(v == 0 && math.Signbit(v)) {
 		dst = append(dst, byte(q)|valInteger<<2)
 		return binary.AppendVarint(dst, int64(v))
@@ -140,7 +142,7 @@ func decodeDataRecord(rec []byte, d *dataRecord) error {
 
 // next decodes the next point: its key (an index into names, or
 // len(names)+series id), time, value and quality.
-func (d *dataRecord) next() (key int, t int64, v float64, q Quality, err error) {
+func (d *dataRecord) next() (key int, t int64, v float64, q model.Quality, err error) {
 	b := d.body
 	k, n := binary.Uvarint(b)
 	if n <= 0 || k > 1<<32+uint64(len(d.names)) {
@@ -156,7 +158,7 @@ func (d *dataRecord) next() (key int, t int64, v float64, q Quality, err error) 
 	d.prev = t
 	flags := b[0]
 	b = b[1:]
-	q = Quality(flags & 3)
+	q = model.Quality(flags & 3)
 	switch flags >> 2 {
 	case valRaw:
 		if len(b) < 8 {
@@ -184,7 +186,7 @@ func (d *dataRecord) next() (key int, t int64, v float64, q Quality, err error) 
 		return 0, 0, 0, 0, fmt.Errorf("bad value kind in data record")
 	}
 	d.body = b
-	if q > QualityUncertain || CheckValue(v) != nil {
+	if q > model.QualityUncertain || model.CheckValue(v) != nil {
 		return 0, 0, 0, 0, fmt.Errorf("bad sample in data record")
 	}
 	return int(k), t, v, q, nil

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store/wal"
 )
 
 // Write stores pts atomically: on return without error every point is
 // durable (per the durability mode) and visible to queries; on error none is.
-func (db *DB) Write(ctx context.Context, pts []Point) error {
+func (db *DB) Write(ctx context.Context, pts []model.Point) error {
 	if err := db.validatePoints(pts); err != nil {
 		return err
 	}
@@ -50,7 +52,7 @@ func (e *PointError) Unwrap() error { return e.Err }
 // retention: its day keeps only rollups, which cannot take it exactly.
 var ErrTooOld = errors.New("older than the raw retention")
 
-func (db *DB) validatePoints(pts []Point) error {
+func (db *DB) validatePoints(pts []model.Point) error {
 	oldest := int64(-1 << 63)
 	if db.opts.RetentionRaw > 0 {
 		oldest = db.opts.Now().Add(-db.opts.RetentionRaw).UnixMilli()
@@ -61,12 +63,12 @@ func (db *DB) validatePoints(pts []Point) error {
 		switch {
 		case p.Tag == "":
 			err = errors.New("empty tag")
-		case p.Q > QualityUncertain:
+		case p.Q > model.QualityUncertain:
 			err = fmt.Errorf("bad quality %d", p.Q)
 		case p.T < oldest:
 			err = fmt.Errorf("time %d is %w (%s)", p.T, ErrTooOld, db.opts.RetentionRaw)
 		default:
-			err = CheckValue(p.V)
+			err = model.CheckValue(p.V)
 		}
 		if err != nil {
 			return &PointError{Index: i, Tag: p.Tag, Err: err}
@@ -141,7 +143,7 @@ func (db *DB) commit(rec []byte, apply func() error) error {
 // manifest write leaves only orphan files that Open removes.
 type Tx struct {
 	db      *DB
-	pending []Point
+	pending []model.Point
 	names   map[string]int
 	order   []string
 	private *head
@@ -159,7 +161,7 @@ func (db *DB) Begin() *Tx {
 
 // Add stages points; an invalid point fails the whole transaction. Add
 // does not keep pts.
-func (tx *Tx) Add(pts []Point) error {
+func (tx *Tx) Add(pts []model.Point) error {
 	if tx.err != nil {
 		return tx.err
 	}
@@ -192,7 +194,7 @@ func (tx *Tx) Add(pts []Point) error {
 }
 
 // stage adds points to the private head, writing it out when full.
-func (tx *Tx) stage(pts []Point) error {
+func (tx *Tx) stage(pts []model.Point) error {
 	db, h, s := tx.db, tx.private, tx.db.series
 	s.mu.Lock()
 	for i := range pts {
@@ -304,7 +306,7 @@ func (tx *Tx) Commit(ctx context.Context) error {
 }
 
 // applyPoints adds points to the active head.
-func (db *DB) applyPoints(pts []Point) (int, error) {
+func (db *DB) applyPoints(pts []model.Point) (int, error) {
 	s := db.series
 	db.mu.RLock()
 	h := db.active
@@ -333,7 +335,7 @@ func (db *DB) applyRecord(d *dataRecord) (int, error) {
 		key int
 		t   int64
 		v   float64
-		q   Quality
+		q   model.Quality
 	}
 	pts := make([]point, d.n)
 	for i := range pts {

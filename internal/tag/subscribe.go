@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // Change is one change of a current value delivered to subscribers.
@@ -13,7 +13,7 @@ type Change struct {
 	Tag string
 	T   int64
 	V   float64
-	Q   store.Quality
+	Q   model.Quality
 	Has bool // false when the tag has a quality but never had a value
 }
 

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // Sink receives the samples that pass the archive policies. The table calls
@@ -19,13 +19,13 @@ import (
 // table reuses the slice after Enqueue returns. The boolean result reports
 // whether the batch was accepted; the table counts refusals.
 type Sink interface {
-	Enqueue(pts []store.Point) bool
+	Enqueue(pts []model.Point) bool
 }
 
 // Sample is one new value for a defined tag, the unit of Update.
 type Sample struct {
 	ID ID
-	Q  store.Quality
+	Q  model.Quality
 	// Hold keeps the tag's current value and only sets Q and T. A failed
 	// poll uses it to mark tags bad without inventing a value; a tag that
 	// never had a value only gets its quality and time set.
@@ -39,7 +39,7 @@ type Value struct {
 	Tag string
 	T   int64 // Unix milliseconds of the newest sample
 	V   float64
-	Q   store.Quality
+	Q   model.Quality
 	// Has is false for a tag that is defined but never received a value
 	// (it may still carry a quality and time, e.g. bad from a dead station).
 	Has bool
@@ -76,10 +76,10 @@ func DefaultOptions() Options {
 
 type entry struct {
 	def     Def
-	cur     store.Sample // newest value
+	cur     model.Sample // newest value
 	has     bool         // cur.V is a real value
 	seen    bool         // cur.T/cur.Q were set at least once
-	arch    store.Sample // last archived sample, for the policies
+	arch    model.Sample // last archived sample, for the policies
 	archHas bool
 }
 
@@ -93,7 +93,7 @@ type Table struct {
 	ents  []entry
 	names map[string]ID
 	subs  []*Subscription // copied on write
-	abuf  []store.Point   // archive batch, reused under mu
+	abuf  []model.Point   // archive batch, reused under mu
 	cbuf  []Change        // changes of the current batch, reused under mu
 	stats Stats
 }
@@ -244,7 +244,7 @@ func (t *Table) MarkBad(ids []ID, ms int64) int {
 	t.abuf = t.abuf[:0]
 	t.cbuf = t.cbuf[:0]
 	for _, id := range ids {
-		t.apply(Sample{ID: id, Q: store.QualityBad, Hold: true, T: ms})
+		t.apply(Sample{ID: id, Q: model.QualityBad, Hold: true, T: ms})
 	}
 	t.stats.Updates += uint64(len(ids))
 	t.flush()
@@ -255,7 +255,7 @@ func (t *Table) MarkBad(ids []ID, ms int64) int {
 // With create set, unknown names are defined with default metadata and the
 // given source; otherwise an unknown name fails the whole batch before
 // anything is applied.
-func (t *Table) UpdatePoints(pts []store.Point, create bool, source string) (int, error) {
+func (t *Table) UpdatePoints(pts []model.Point, create bool, source string) (int, error) {
 	batch := make([]Sample, len(pts))
 	for i, p := range pts {
 		id, ok := t.Lookup(p.Tag)
@@ -282,14 +282,14 @@ func (t *Table) apply(s Sample) {
 	e := &t.ents[s.ID]
 	if !s.Hold && (math.IsNaN(s.V) || math.IsInf(s.V, 0)) {
 		t.stats.NonFinite++
-		s.Hold, s.Q = true, store.QualityBad
+		s.Hold, s.Q = true, model.QualityBad
 	}
 	if e.seen && s.T < e.cur.T {
 		if s.Hold {
 			return // a late quality-only mark carries nothing to store
 		}
 		t.stats.Late++
-		t.abuf = append(t.abuf, store.Point{Tag: e.def.Name, T: s.T, V: s.V, Q: s.Q})
+		t.abuf = append(t.abuf, model.Point{Tag: e.def.Name, T: s.T, V: s.V, Q: s.Q})
 		return
 	}
 	if s.Hold {
@@ -305,14 +305,14 @@ func (t *Table) apply(s Sample) {
 		s.V = e.cur.V
 	}
 	changed := !e.has || e.cur.V != s.V || e.cur.Q != s.Q
-	e.cur = store.Sample{T: s.T, V: s.V, Q: s.Q}
+	e.cur = model.Sample{T: s.T, V: s.V, Q: s.Q}
 	e.has, e.seen = true, true
 	if changed {
 		t.cbuf = append(t.cbuf, Change{ID: s.ID, Tag: e.def.Name, T: s.T, V: s.V, Q: s.Q, Has: true})
 	}
 	if e.pass(s) {
 		e.arch, e.archHas = e.cur, true
-		t.abuf = append(t.abuf, store.Point{Tag: e.def.Name, T: s.T, V: s.V, Q: s.Q})
+		t.abuf = append(t.abuf, model.Point{Tag: e.def.Name, T: s.T, V: s.V, Q: s.Q})
 	}
 }
 

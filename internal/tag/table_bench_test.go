@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // copySink copies each batch into a reused buffer, the cost the archive
 // queue's Enqueue has at minimum.
-type copySink struct{ buf []store.Point }
+type copySink struct{ buf []model.Point }
 
-func (c *copySink) Enqueue(pts []store.Point) bool {
+func (c *copySink) Enqueue(pts []model.Point) bool {
 	c.buf = append(c.buf[:0], pts...)
 	return true
 }

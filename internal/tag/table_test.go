@@ -8,17 +8,17 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // recSink records every point it is handed, copying as the contract asks.
 type recSink struct {
 	mu     sync.Mutex
-	pts    []store.Point
+	pts    []model.Point
 	refuse bool
 }
 
-func (r *recSink) Enqueue(pts []store.Point) bool {
+func (r *recSink) Enqueue(pts []model.Point) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.refuse {
@@ -28,7 +28,7 @@ func (r *recSink) Enqueue(pts []store.Point) bool {
 	return true
 }
 
-func (r *recSink) take() []store.Point {
+func (r *recSink) take() []model.Point {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.pts
@@ -37,14 +37,14 @@ func (r *recSink) take() []store.Point {
 }
 
 const (
-	good = store.QualityGood
-	bad  = store.QualityBad
+	good = model.QualityGood
+	bad  = model.QualityBad
 )
 
 func TestArchivePolicies(t *testing.T) {
 	type step struct {
 		v    float64
-		q    store.Quality
+		q    model.Quality
 		want bool // archived
 	}
 	tests := []struct {
@@ -115,7 +115,7 @@ func TestUpdateRules(t *testing.T) {
 		t.Errorf("after MarkBad c = %+v, want no value, bad at 12", v)
 	}
 	got := sink.take()
-	want := []store.Point{
+	want := []model.Point{
 		{Tag: "p.a", T: 10, V: 1}, {Tag: "p.b", T: 10, V: 2},
 		{Tag: "p.a", T: 5, V: 7},
 		{Tag: "p.b", T: 11, V: 2, Q: bad},
@@ -171,10 +171,10 @@ func TestDefineAndLatest(t *testing.T) {
 	if _, err := tab.Latest("nope"); !errors.Is(err, ErrUnknownTag) {
 		t.Errorf("Latest(nope) err = %v, want ErrUnknownTag", err)
 	}
-	if _, err := tab.UpdatePoints([]store.Point{{Tag: "new.one", T: 1, V: 1}}, false, "x"); !errors.Is(err, ErrUnknownTag) {
+	if _, err := tab.UpdatePoints([]model.Point{{Tag: "new.one", T: 1, V: 1}}, false, "x"); !errors.Is(err, ErrUnknownTag) {
 		t.Errorf("UpdatePoints unknown without create: %v", err)
 	}
-	if n, err := tab.UpdatePoints([]store.Point{{Tag: "new.one", T: 1, V: 1}}, true, "import"); err != nil || n != 1 {
+	if n, err := tab.UpdatePoints([]model.Point{{Tag: "new.one", T: 1, V: 1}}, true, "import"); err != nil || n != 1 {
 		t.Errorf("UpdatePoints create: %d, %v", n, err)
 	}
 	if d, _ := tab.Def(2); d.Source != "import" {

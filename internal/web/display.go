@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pith-historian/pith/internal/jsonenc"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/pith-historian/pith/internal/jsonenc"
+	"github.com/pith-historian/pith/internal/model"
 
 	"github.com/pith-historian/pith/internal/store"
 )
@@ -179,7 +181,7 @@ func (s *Server) displayData(now time.Time) ([]byte, error) {
 		}
 		b = append(b, `,"spark":[`...)
 		if span := t.Spark.Milliseconds(); span > 0 {
-			bks, err := s.opts.History.Aggregate(t.Tag, ms-span, ms, sparkPoints, store.AggMean)
+			bks, err := s.opts.History.Aggregate(t.Tag, ms-span, ms, sparkPoints, model.AggMean)
 			if err != nil && !errors.Is(err, store.ErrUnknownTag) {
 				return nil, fmt.Errorf("read sparkline of %q: %w", t.Tag, err)
 			}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store"
 )
 
@@ -13,7 +15,7 @@ import (
 // first one empty.
 type fakeHistory struct{ calls int }
 
-func (f *fakeHistory) Aggregate(tag string, from, to int64, n int, agg store.Agg) ([]store.Bucket, error) {
+func (f *fakeHistory) Aggregate(tag string, from, to int64, n int, agg model.Agg) ([]store.Bucket, error) {
 	f.calls++
 	if tag == "none" {
 		return nil, store.ErrUnknownTag
@@ -49,7 +51,7 @@ func TestDisplayCheck(t *testing.T) {
 }
 
 func TestDisplayData(t *testing.T) {
-	src := &fakeSource{vals: []store.Latest{{Tag: "site.power", Sample: store.Sample{T: 5000, V: 12.5}}}}
+	src := &fakeSource{vals: []store.Latest{{Tag: "site.power", Sample: model.Sample{T: 5000, V: 12.5}}}}
 	hist := &fakeHistory{}
 	opts := DefaultOptions()
 	opts.Source, opts.History = src, hist

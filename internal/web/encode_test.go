@@ -3,13 +3,13 @@ package web
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/pith-historian/pith/internal/jsonenc"
 	"math"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
-	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/jsonenc"
+	"github.com/pith-historian/pith/internal/model"
 )
 
 func TestAppendString(t *testing.T) {
@@ -34,7 +34,7 @@ func TestAppendString(t *testing.T) {
 func TestAppendEvent(t *testing.T) {
 	got := string(appendEvent(nil, "update", 42, []liveValue{
 		{Tag: "a", T: 1, V: 1.5, Has: true},
-		{Tag: "b", T: 2, Q: store.QualityBad},
+		{Tag: "b", T: 2, Q: model.QualityBad},
 		{Tag: "c", T: 3, V: math.Inf(1), Has: true},
 	}))
 	want := "event: update\ndata: {\"now\":42,\"values\":[[\"a\",1,1.5,\"good\"],[\"b\",2,null,\"bad\"],[\"c\",3,null,\"good\"]]}\n\n"

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
 )
@@ -39,7 +41,7 @@ type Table interface {
 type History interface {
 	// Aggregate splits [from, to) into n equal buckets and aggregates
 	// each (DESIGN.md "Public contracts").
-	Aggregate(tag string, from, to int64, n int, agg store.Agg) ([]store.Bucket, error)
+	Aggregate(tag string, from, to int64, n int, agg model.Agg) ([]store.Bucket, error)
 }
 
 // liveWriteTimeout bounds one write to a live client: a browser that stops
@@ -52,7 +54,7 @@ type liveValue struct {
 	Tag string
 	T   int64
 	V   float64
-	Q   store.Quality
+	Q   model.Quality
 	Has bool // false: the tag has a quality but no value yet (sent as null)
 }
 

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
 )
@@ -93,8 +95,8 @@ func TestLivePush(t *testing.T) {
 	a, _ := tb.Define(tag.Def{Name: "a.x"})
 	b, _ := tb.Define(tag.Def{Name: "b.<i>y</i>"})
 	c, _ := tb.Define(tag.Def{Name: "c.never"})
-	tb.Update([]tag.Sample{{ID: a, T: 1000, V: 1}, {ID: b, T: 1000, V: 2, Q: store.QualityUncertain}})
-	tb.Update([]tag.Sample{{ID: c, T: 900, Q: store.QualityBad, Hold: true}})
+	tb.Update([]tag.Sample{{ID: a, T: 1000, V: 1}, {ID: b, T: 1000, V: 2, Q: model.QualityUncertain}})
+	tb.Update([]tag.Sample{{ID: c, T: 900, Q: model.QualityBad, Hold: true}})
 
 	opts := DefaultOptions()
 	opts.Table = tb
@@ -204,7 +206,7 @@ func (f *fakeSource) set(i int, v float64) {
 }
 
 func TestLivePoll(t *testing.T) {
-	src := &fakeSource{vals: []store.Latest{{Tag: "p", Sample: store.Sample{T: 1, V: 1}}, {Tag: "q", Sample: store.Sample{T: 1, V: 2}}}}
+	src := &fakeSource{vals: []store.Latest{{Tag: "p", Sample: model.Sample{T: 1, V: 1}}, {Tag: "q", Sample: model.Sample{T: 1, V: 2}}}}
 	opts := DefaultOptions()
 	opts.Source = src
 	opts.PollInterval = 5 * time.Millisecond

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
 )
@@ -43,8 +45,8 @@ func loadStore(t *testing.T, db *store.DB, now time.Time, nFeed int) (feedFrom, 
 	start := time.Now()
 	tx := db.Begin()
 	defer tx.Rollback()
-	buf := make([]store.Point, 0, writeBatch)
-	add := func(p store.Point) {
+	buf := make([]model.Point, 0, writeBatch)
+	add := func(p model.Point) {
 		buf = append(buf, p)
 		if len(buf) == cap(buf) {
 			if err := tx.Add(buf); err != nil {
@@ -76,7 +78,7 @@ func loadStore(t *testing.T, db *store.DB, now time.Time, nFeed int) (feedFrom, 
 		if spike > 0 {
 			v += 2000
 		}
-		add(store.Point{Tag: feedTag, T: ts, V: math.Max(math.Trunc(v), 0)})
+		add(model.Point{Tag: feedTag, T: ts, V: math.Max(math.Trunc(v), 0)})
 	}
 
 	// The hour tag: easy to check in the browser, with a 3-hour hole.
@@ -86,16 +88,16 @@ func loadStore(t *testing.T, db *store.DB, now time.Time, nFeed int) (feedFrom, 
 			continue
 		}
 		for s := int64(0); s < 3600; s += 10 {
-			add(store.Point{Tag: hourTag, T: hourStart + int64(h)*3600_000 + s*1000, V: float64(h)})
+			add(model.Point{Tag: hourTag, T: hourStart + int64(h)*3600_000 + s*1000, V: float64(h)})
 		}
 	}
 	// A digital tag switching every 7 minutes over the last two days.
 	for m := int64(0); m < 2*24*60; m++ {
-		add(store.Point{Tag: digitalTag, T: hourStart + m*60_000, V: float64(m / 7 % 2)})
+		add(model.Point{Tag: digitalTag, T: hourStart + m*60_000, V: float64(m / 7 % 2)})
 	}
 	// The hostile name.
 	for m := int64(0); m < 120; m++ {
-		add(store.Point{Tag: xssTag, T: feedTo - m*60_000, V: float64(m)})
+		add(model.Point{Tag: xssTag, T: feedTo - m*60_000, V: float64(m)})
 	}
 	// System tags for the System page: the last two hours every 10 s.
 	sys := []string{"pith.sys.archive.pending", "pith.sys.archive.performed_per_s", "pith.sys.store.bytes",
@@ -103,7 +105,7 @@ func loadStore(t *testing.T, db *store.DB, now time.Time, nFeed int) (feedFrom, 
 	for i, name := range sys {
 		for s := int64(0); s < 7200; s += 10 {
 			ts := feedTo - 7200_000 + s*1000
-			add(store.Point{Tag: name, T: ts, V: float64(10*(i+1)) + 5*math.Sin(float64(s)/300)})
+			add(model.Point{Tag: name, T: ts, V: float64(10*(i+1)) + 5*math.Sin(float64(s)/300)})
 		}
 	}
 	if len(buf) > 0 {
@@ -137,8 +139,8 @@ func liveTable(t *testing.T) (*tag.Table, []tag.ID) {
 	old := time.Now().Add(-10 * time.Minute).UnixMilli()
 	for _, d := range []struct {
 		name string
-		q    store.Quality
-	}{{liveStaleTag, store.QualityGood}, {liveBadTag, store.QualityBad}, {liveXSSTag, store.QualityGood}} {
+		q    model.Quality
+	}{{liveStaleTag, model.QualityGood}, {liveBadTag, model.QualityBad}, {liveXSSTag, model.QualityGood}} {
 		id, err := tb.Define(tag.Def{Name: d.name})
 		if err != nil {
 			t.Fatalf("define %q: %v", d.name, err)

@@ -1,7 +1,9 @@
-// Package store is Pith's embedded time-series engine: a write-ahead log,
-// an in-memory head, immutable run files of encoded chunks partitioned by
-// day, and rollup tiers that answer bucketed queries exactly.
-package store
+// Package model holds the vocabulary every part of Pith shares to name a
+// value: a Sample of one tag, a Point addressed by tag name, its Quality and
+// the bucket aggregates (Agg) that queries ask for. It imports nothing of
+// Pith, so acquisition, inputs, the tag table and the dashboard can name a
+// value without importing the storage engine.
+package model
 
 import (
 	"fmt"
@@ -101,12 +103,4 @@ func ParseAgg(s string) (Agg, error) {
 		}
 	}
 	return 0, fmt.Errorf("unknown aggregate %q (want mean, min, max, first, last, sum, count or raw)", s)
-}
-
-// Bucket is one answer of a bucketed query. OK is false when the bucket
-// holds no sample (the API writes null).
-type Bucket struct {
-	T  int64
-	V  float64
-	OK bool
 }
