@@ -1,5 +1,9 @@
 // Package archive is the queue between the tag table and the store.
 //
+// It is the tag table's Sink, with two roads to the store: Enqueue for
+// acquired values (queued, batched, retried, frozen by FREEZE) and Write
+// for pushed values, whose sender waits for a durable answer.
+//
 // Enqueue never blocks: it copies the points into memory chunks of up to
 // Options.MaxBatch points, sharded by tag so that each tag always goes
 // through the same writer goroutine, which keeps the per-tag order of writes
@@ -187,6 +191,26 @@ func (q *Queue) Enqueue(pts []model.Point) bool {
 		q.appendRun(s, pts[i:i+1])
 	}
 	return true
+}
+
+// Write is the road of pushed values (tag.Table.Write): it writes pts to
+// the store in the caller's goroutine as one atomic, durable write and
+// counts it with the queue's writes. The caller waits for its answer, so
+// Write neither queues nor retries, and FREEZE, a test of the archive's
+// backlog, does not hold it.
+func (q *Queue) Write(ctx context.Context, pts []model.Point) error {
+	if len(pts) == 0 {
+		return nil
+	}
+	start := time.Now()
+	if err := q.w.Write(ctx, pts); err != nil {
+		return err
+	}
+	now := time.Now()
+	q.mu.Lock()
+	q.c.wrote(len(pts), now.Sub(start), now)
+	q.mu.Unlock()
+	return nil
 }
 
 // appendRun appends pts to shard s, starting new chunks as needed and

@@ -1,10 +1,16 @@
-// Package tag holds Pith's tag definitions and the current-value table.
+// Package tag holds Pith's tag definitions and the current-value table,
+// the hub every value passes through (docs/architecture.md, "The road of a
+// value").
 //
-// Data flows one way through it: producers (acquisition stations, ingest)
-// call Update with a batch of samples from one scan; the table keeps the
-// newest value of every tag, applies each tag's archive policy and hands
-// the samples that pass it synchronously to the archive Sink, then fans the
-// changes out to subscribers without ever blocking the producer.
+// Data flows one way through it. Acquisition stations and Pith's own
+// system tags call Update with a batch of samples from one scan; the table
+// keeps the newest value of every tag, applies each tag's archive policy
+// and hands the samples that pass it synchronously to the archive Sink's
+// Enqueue. Push inputs call Write, which stores the batch durably and
+// atomically through the Sink's Write before the table applies it; a
+// committed import is applied with Stored. Whatever the road, the table
+// then fans the changes out to subscribers without ever blocking the
+// producer.
 //
 // Subscriber kinds and what each gets when it falls behind:
 //   - the archive is the Sink: a synchronous, non-blocking hand-off of every
@@ -14,14 +20,16 @@
 //   - the Modbus server and the web live view subscribe in Coalesce mode:
 //     they need current values, so a slow one gets the newest value per
 //     tag and a count of the replaced ones;
-//   - forwarders subscribe in Queue mode (every change in order up to a
-//     bound, then counted overflow) or, when they must see every archived
-//     sample, sit behind the archive queue instead.
+//   - alarms and calculated tags subscribe in Queue mode: every change in
+//     order up to a bound, then counted overflow;
+//   - forwarders subscribe in Every mode: every stored sample (acquired,
+//     pushed or imported, late ones included) in order up to a bound, then
+//     counted overflow.
 //
 // Lock ordering: Table.mu is taken first; while holding it the table calls
 // Sink.Enqueue (which takes the archive queue's own lock) and takes each
-// Subscription.mu briefly. Consumers of a Subscription only take its own
-// lock, so no cycle exists.
+// Subscription.mu briefly. Sink.Write is called without Table.mu.
+// Consumers of a Subscription only take its own lock, so no cycle exists.
 package tag
 
 import (

@@ -30,8 +30,15 @@ const (
 	// Queue keeps every change in order up to MaxPending; beyond it new
 	// changes are dropped and counted in SubStats.Overflow, which the
 	// consumer must report. For consumers that want every change but
-	// tolerate a visible gap (forwarders keep their own disk queue).
+	// tolerate a visible gap.
 	Queue
+	// Every receives every sample the table archives, not its changes: what
+	// passes a tag's archive policy, late samples, and the values written
+	// through Write and Stored (push inputs and imports), in the order the
+	// table accepted them. Like Queue it keeps up to MaxPending and counts
+	// the rest in SubStats.Overflow. For forwarders, which must send what
+	// is stored, whatever road it took.
+	Every
 )
 
 // SubOptions configures a subscription.
@@ -73,8 +80,13 @@ func (t *Table) Subscribe(opts SubOptions) *Subscription {
 	}
 	s := &Subscription{opts: opts, ready: make(chan struct{}, 1)}
 	t.mu.Lock()
-	subs := make([]*Subscription, 0, len(t.subs)+1)
-	t.subs = append(append(subs, t.subs...), s)
+	if opts.Mode == Every {
+		subs := make([]*Subscription, 0, len(t.every)+1)
+		t.every = append(append(subs, t.every...), s)
+	} else {
+		subs := make([]*Subscription, 0, len(t.subs)+1)
+		t.subs = append(append(subs, t.subs...), s)
+	}
 	t.mu.Unlock()
 	return s
 }
@@ -83,13 +95,28 @@ func (t *Table) Subscribe(opts SubOptions) *Subscription {
 func (t *Table) Unsubscribe(s *Subscription) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	subs := make([]*Subscription, 0, len(t.subs))
-	for _, x := range t.subs {
+	t.subs = without(t.subs, s)
+	t.every = without(t.every, s)
+}
+
+// without returns a copy of subs without s; the table's lists are copied
+// on write.
+func without(subs []*Subscription, s *Subscription) []*Subscription {
+	out := make([]*Subscription, 0, len(subs))
+	for _, x := range subs {
 		if x != s {
-			subs = append(subs, x)
+			out = append(out, x)
 		}
 	}
-	t.subs = subs
+	return out
+}
+
+// HasEvery reports whether any subscription takes every archived sample;
+// an import then hands its points to Stored, else only its newest ones.
+func (t *Table) HasEvery() bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.every) > 0
 }
 
 // push appends a batch of changes; it is called with the table lock held
@@ -97,7 +124,7 @@ func (t *Table) Unsubscribe(s *Subscription) {
 func (s *Subscription) push(cs []Change) {
 	s.mu.Lock()
 	switch s.opts.Mode {
-	case Queue:
+	case Queue, Every:
 		room := s.opts.MaxPending - len(s.pending)
 		if room < len(cs) {
 			if room < 0 {

@@ -1,6 +1,8 @@
 package tag
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -10,17 +12,30 @@ import (
 	"github.com/pith-historian/pith/internal/model"
 )
 
-// Sink receives the samples that pass the archive policies. The table calls
-// Enqueue while holding its own lock, once per Update batch, so the per-tag
-// order of the hand-off is the order in which the table accepted samples.
+// Sink is the archive: the table hands it what is to be stored, by one of
+// two roads.
 //
-// Enqueue must never block (the archive queue only appends to memory and
-// counts an overflow when its byte bound is reached) and must copy pts: the
-// table reuses the slice after Enqueue returns. The boolean result reports
-// whether the batch was accepted; the table counts refusals.
+// Enqueue takes the samples of Update (acquisition, system tags) that pass
+// their archive policies. The table calls it while holding its own lock,
+// once per Update batch, so the per-tag order of the hand-off is the order
+// in which the table accepted samples. It must never block (the archive
+// queue only appends to memory and counts an overflow when its byte bound
+// is reached) and must copy pts: the table reuses the slice after Enqueue
+// returns. The boolean result reports whether the batch was accepted; the
+// table counts refusals.
+//
+// Write takes the points of Table.Write (push inputs), whose caller waits
+// for them: it returns once all of pts are durable, or stores none of them
+// and returns why (a *store.PointError naming a refused point, a full
+// disk, a closed store). It is called without the table's lock, from many
+// goroutines at once, and must not keep pts.
 type Sink interface {
 	Enqueue(pts []model.Point) bool
+	Write(ctx context.Context, pts []model.Point) error
 }
+
+// ErrNoArchive is returned by Write on a table without a Sink.
+var ErrNoArchive = errors.New("the tag table has no archive")
 
 // Sample is one new value for a defined tag, the unit of Update.
 type Sample struct {
@@ -92,9 +107,11 @@ type Table struct {
 	mu    sync.RWMutex
 	ents  []entry
 	names map[string]ID
-	subs  []*Subscription // copied on write
+	subs  []*Subscription // change subscribers, copied on write
+	every []*Subscription // Every subscribers, copied on write
 	abuf  []model.Point   // archive batch, reused under mu
 	cbuf  []Change        // changes of the current batch, reused under mu
+	ebuf  []Change        // archived samples of the batch for Every subscribers, under mu
 	stats Stats
 }
 
@@ -113,11 +130,16 @@ func New(log *slog.Logger, opts Options, sink Sink) *Table {
 // Define adds a tag, or replaces the metadata and policy of an existing one
 // (keeping its current value), and returns its ID.
 func (t *Table) Define(d Def) (ID, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.defineLocked(d)
+}
+
+// defineLocked is Define with t.mu held.
+func (t *Table) defineLocked(d Def) (ID, error) {
 	if err := d.check(); err != nil {
 		return 0, err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if id, ok := t.names[d.Name]; ok {
 		t.ents[id].def = d
 		return id, nil
@@ -226,8 +248,7 @@ func (t *Table) Stats() Stats {
 func (t *Table) Update(batch []Sample) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.abuf = t.abuf[:0]
-	t.cbuf = t.cbuf[:0]
+	t.abuf, t.cbuf, t.ebuf = t.abuf[:0], t.cbuf[:0], t.ebuf[:0]
 	for i := range batch {
 		t.apply(batch[i])
 	}
@@ -241,8 +262,7 @@ func (t *Table) Update(batch []Sample) int {
 func (t *Table) MarkBad(ids []ID, ms int64) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.abuf = t.abuf[:0]
-	t.cbuf = t.cbuf[:0]
+	t.abuf, t.cbuf, t.ebuf = t.abuf[:0], t.cbuf[:0], t.ebuf[:0]
 	for _, id := range ids {
 		t.apply(Sample{ID: id, Q: model.QualityBad, Hold: true, T: ms})
 	}
@@ -290,6 +310,7 @@ func (t *Table) apply(s Sample) {
 		}
 		t.stats.Late++
 		t.abuf = append(t.abuf, model.Point{Tag: e.def.Name, T: s.T, V: s.V, Q: s.Q})
+		t.record(s.ID, e.def.Name, s.T, s.V, s.Q)
 		return
 	}
 	if s.Hold {
@@ -313,6 +334,14 @@ func (t *Table) apply(s Sample) {
 	if e.pass(s) {
 		e.arch, e.archHas = e.cur, true
 		t.abuf = append(t.abuf, model.Point{Tag: e.def.Name, T: s.T, V: s.V, Q: s.Q})
+		t.record(s.ID, e.def.Name, s.T, s.V, s.Q)
+	}
+}
+
+// record notes an archived sample for the Every subscribers; t.mu is held.
+func (t *Table) record(id ID, name string, ms int64, v float64, q model.Quality) {
+	if len(t.every) > 0 {
+		t.ebuf = append(t.ebuf, Change{ID: id, Tag: name, T: ms, V: v, Q: q, Has: true})
 	}
 }
 
@@ -340,10 +369,21 @@ func (t *Table) flush() {
 			t.stats.Refused += uint64(len(t.abuf))
 		}
 	}
+	t.fanOut()
+}
+
+// fanOut delivers the batch's changes and archived samples to the
+// subscribers; t.mu is held.
+func (t *Table) fanOut() {
 	t.stats.Changes += uint64(len(t.cbuf))
 	if len(t.cbuf) > 0 {
 		for _, s := range t.subs {
 			s.push(t.cbuf)
+		}
+	}
+	if len(t.ebuf) > 0 {
+		for _, s := range t.every {
+			s.push(t.ebuf)
 		}
 	}
 }

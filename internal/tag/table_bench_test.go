@@ -1,6 +1,7 @@
 package tag
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -15,6 +16,11 @@ type copySink struct{ buf []model.Point }
 func (c *copySink) Enqueue(pts []model.Point) bool {
 	c.buf = append(c.buf[:0], pts...)
 	return true
+}
+
+func (c *copySink) Write(_ context.Context, pts []model.Point) error {
+	c.buf = append(c.buf[:0], pts...)
+	return nil
 }
 
 // BenchmarkUpdate measures Update plus the archive hand-off for 100-tag

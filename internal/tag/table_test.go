@@ -13,9 +13,11 @@ import (
 
 // recSink records every point it is handed, copying as the contract asks.
 type recSink struct {
-	mu     sync.Mutex
-	pts    []model.Point
-	refuse bool
+	mu       sync.Mutex
+	pts      []model.Point // Enqueue's
+	written  []model.Point // Write's
+	refuse   bool
+	failWith error
 }
 
 func (r *recSink) Enqueue(pts []model.Point) bool {
@@ -26,6 +28,17 @@ func (r *recSink) Enqueue(pts []model.Point) bool {
 	}
 	r.pts = append(r.pts, pts...)
 	return true
+}
+
+// Write records pts as durable, or fails the whole batch with failWith.
+func (r *recSink) Write(_ context.Context, pts []model.Point) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failWith != nil {
+		return r.failWith
+	}
+	r.written = append(r.written, pts...)
+	return nil
 }
 
 func (r *recSink) take() []model.Point {
