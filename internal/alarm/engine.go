@@ -372,25 +372,6 @@ func (e *Engine) Observe(cs []tag.Change, now time.Time) {
 	e.flushLocked()
 }
 
-// ObservePoints judges points written by the push inputs (MQTT, line
-// protocol, emoncms, remote_write), which go to the store without passing
-// through the tag table. Points older than the newest one seen for their
-// tag are ignored (late data does not change a current value).
-func (e *Engine) ObservePoints(pts []model.Point) {
-	now := e.opts.Clock.Now()
-	e.mu.Lock()
-	for i := range pts {
-		pt := &pts[i]
-		for _, a := range e.byTag[pt.Tag] {
-			if a.has && pt.T < a.t {
-				continue
-			}
-			e.observeLocked(a, pt.V, pt.Q, true, pt.T, now)
-		}
-	}
-	e.flushLocked()
-}
-
 func (e *Engine) observeLocked(a *alarm, v float64, q model.Quality, has bool, t int64, now time.Time) {
 	a.v, a.q, a.has = v, q, has
 	a.t = max(a.t, t)

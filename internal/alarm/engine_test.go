@@ -346,16 +346,23 @@ func appendRaw(path, s string) error {
 	return err
 }
 
-func TestObservePoints(t *testing.T) {
+// TestPushedValues checks that values of the push road (Table.Write, here
+// its second half Stored) reach alarms through the same subscription as
+// acquired ones, a late one changing nothing.
+func TestPushedValues(t *testing.T) {
 	r := newRig(t, "", Def{Name: "p", Kind: KindLo, Tag: "pushed.v", Limit: 10, OnDelay: time.Second},
 		Def{Name: "s", Kind: KindStale, Tag: "pushed.v", MaxAge: 5 * time.Second})
 	ms := func(d int64) int64 { return t0.UnixMilli() + d }
-	r.e.ObservePoints([]model.Point{{Tag: "other", T: ms(0), V: 1}, {Tag: "pushed.v", T: ms(0), V: 5}})
+	push := func(pts ...model.Point) {
+		r.tab.Stored(pts, "push")
+		r.e.Observe(r.sub.Take(nil), r.clk.t)
+	}
+	push(model.Point{Tag: "other", T: ms(0), V: 1}, model.Point{Tag: "pushed.v", T: ms(0), V: 5})
 	r.at(999)
 	if got := r.state("p"); got != "normal" {
 		t.Fatal(got)
 	}
-	r.e.ObservePoints([]model.Point{{Tag: "pushed.v", T: ms(-100), V: 50}}) // late: ignored
+	push(model.Point{Tag: "pushed.v", T: ms(-100), V: 50}) // late: ignored
 	r.at(1000)
 	if got := r.state("p"); got != "active" {
 		t.Fatalf("pushed low value: %s", got)
@@ -365,7 +372,8 @@ func TestObservePoints(t *testing.T) {
 		t.Fatalf("pushed tag gone quiet: %s", got)
 	}
 	r.clk.t = t0.Add(5100 * time.Millisecond)
-	r.e.ObservePoints([]model.Point{{Tag: "pushed.v", T: ms(5100), V: 50}})
+	push(model.Point{Tag: "pushed.v", T: ms(5100), V: 50})
+	r.e.Tick(r.clk.t)
 	if r.state("p") != "cleared" || r.state("s") != "cleared" {
 		t.Fatalf("after a good push: %s %s", r.state("p"), r.state("s"))
 	}

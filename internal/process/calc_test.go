@@ -296,30 +296,49 @@ func TestEngineStartStop(t *testing.T) {
 	e.Stop() // idempotent
 }
 
-func TestEngineFeed(t *testing.T) {
-	h := newHarness(t, nil, []config.Calc{{Tag: "c.x", Expr: "p.a - p.b"}})
-	late := h.e.Feed([]model.Point{{Tag: "p.b", T: 2000, V: 1}, {Tag: "p.a", T: 1000, V: 5}, {Tag: "other", T: 1, V: 1}})
-	if len(late) != 0 {
-		t.Fatalf("late %v", late)
+// pushed turns points into the changes Table.Write delivers.
+func (h *harness) pushed(pts ...model.Point) []tag.Change {
+	var cs []tag.Change
+	for _, p := range pts {
+		id, ok := h.tab.Lookup(p.Tag)
+		if !ok {
+			h.t.Fatalf("tag %s not defined", p.Tag)
+		}
+		cs = append(cs, tag.Change{ID: id, Tag: p.Tag, T: p.T, V: p.V, Q: p.Q, Has: true, Pushed: true})
 	}
+	return cs
+}
+
+// TestEnginePushed checks pushed values as the table delivers them: calcs
+// reading them are evaluated in time order even when the batch is not.
+func TestEnginePushed(t *testing.T) {
+	h := newHarness(t, nil, []config.Calc{{Tag: "c.x", Expr: "p.a - p.b"}})
+	h.e.Apply(h.pushed(model.Point{Tag: "p.b", T: 2000, V: 1}, model.Point{Tag: "p.a", T: 1000, V: 5}))
 	if v := h.get("c.x"); v.V != 4 || v.T != 2000 {
 		t.Fatalf("c.x = %+v, want 4 at 2000", v)
 	}
-	late = h.e.Feed([]model.Point{{Tag: "p.a", T: 500, V: 100}})
-	if len(late) != 1 || h.get("c.x").V != 4 {
-		t.Fatalf("late %v, c.x %+v: want the point returned and c.x unchanged", late, h.get("c.x"))
-	}
-	// The table's own inputs never saw p.a: Feed does not write inputs.
-	if v := h.get("p.a"); v.Has {
-		t.Fatalf("p.a written to the table: %+v", v)
-	}
 }
 
-func TestEngineFeedPeriodic(t *testing.T) {
+func TestEnginePushedPeriodic(t *testing.T) {
 	h := newHarness(t, nil, []config.Calc{{Tag: "c.p", Expr: "p.a * 3", Period: config.Duration(time.Minute)}})
-	h.e.Feed([]model.Point{{Tag: "p.a", T: 1000, V: 5}})
+	h.e.Apply(h.pushed(model.Point{Tag: "p.a", T: 1000, V: 5}))
 	h.e.EvalPeriod(time.Minute, 60_000)
 	if v := h.get("c.p"); v.V != 15 || v.T != 60_000 {
 		t.Fatalf("c.p = %+v, want 15 at 60000", v)
+	}
+}
+
+// TestEnginePushedSkipsChains checks that a pushed value does not run its
+// input chain a second time: the push road ran it before storing.
+func TestEnginePushedSkipsChains(t *testing.T) {
+	in := []config.Input{{Tag: "p.in", Process: []config.ProcessStep{{Scale: f64(2)}, {Log: str("p.out")}}}}
+	h := newHarness(t, in, nil)
+	h.e.Apply(h.pushed(model.Point{Tag: "p.in", T: 1000, V: 5}))
+	if v := h.get("p.out"); v.Has {
+		t.Fatalf("p.out written by the engine for a pushed value: %+v", v)
+	}
+	h.put(model.Point{Tag: "p.in", T: 2000, V: 5}) // acquired: the engine runs the chain
+	if v := h.get("p.out"); v.V != 10 {
+		t.Fatalf("p.out = %+v, want 10 from the acquired value", v)
 	}
 }

@@ -1,6 +1,8 @@
 package process
 
 import (
+	"cmp"
+	"slices"
 	"context"
 	"fmt"
 	"log/slog"
@@ -287,6 +289,13 @@ func (e *Engine) EvalPeriod(p time.Duration, ms int64) {
 func (e *Engine) Apply(cs []tag.Change) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// A pushed batch may interleave times across tags: evaluate in time
+	// order, keeping the order of equal times.
+	byT := func(a, b tag.Change) int { return cmp.Compare(a.T, b.T) }
+	if !slices.IsSortedFunc(cs, byT) {
+		cs = slices.Clone(cs)
+		slices.SortStableFunc(cs, byT)
+	}
 	for i := 0; i < len(cs); {
 		t := cs[i].T
 		j := i
@@ -299,41 +308,6 @@ func (e *Engine) Apply(cs []tag.Change) {
 	}
 }
 
-// Feed gives the engine points stored without the tag table (the push
-// inputs and their chains' outputs, after their write): calcs reading
-// them are evaluated as for a table change, and their results go to the
-// table. Chains are not run (the push path ran its own). A point older
-// than the engine's current value of its tag is late: it is skipped here
-// and returned, for Recompute.
-func (e *Engine) Feed(pts []model.Point) (late []model.Point) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var cs []tag.Change
-	for _, p := range pts {
-		id, ok := e.names[p.Tag]
-		if !ok || int(id) >= len(e.read) || !e.read[id] {
-			continue // no calc reads it
-		}
-		if e.has[id] && p.T < e.cur[id].T {
-			late = append(late, p)
-			continue
-		}
-		cs = append(cs, tag.Change{ID: id, Tag: p.Tag, T: p.T, V: p.V, Q: p.Q, Has: true})
-	}
-	sort.SliceStable(cs, func(i, j int) bool { return cs[i].T < cs[j].T })
-	for i := 0; i < len(cs); {
-		t := cs[i].T
-		j := i
-		for ; j < len(cs) && cs[j].T == t; j++ {
-			e.set(cs[j].ID, model.Sample{T: cs[j].T, V: cs[j].V, Q: cs[j].Q}, true)
-		}
-		e.evalDirty(t)
-		e.flush()
-		i = j
-	}
-	return late
-}
-
 // change takes one table change.
 func (e *Engine) change(c tag.Change) {
 	if e.own[c.ID] {
@@ -343,7 +317,9 @@ func (e *Engine) change(c tag.Change) {
 	if !c.Has {
 		s.Q = model.QualityBad
 	}
-	if ch, ok := e.chains[c.ID]; ok && c.Has {
+	// Pushed values ran their chains on the push road, before they were
+	// stored with the chains' outputs.
+	if ch, ok := e.chains[c.ID]; ok && c.Has && !c.Pushed {
 		e.samples.Add(1)
 		late := ch.Late
 		e.pts = ch.Push(s, e.pts)

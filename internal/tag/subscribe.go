@@ -15,6 +15,9 @@ type Change struct {
 	V   float64
 	Q   model.Quality
 	Has bool // false when the tag has a quality but never had a value
+	// Pushed marks a value that came by Write or Stored (push inputs,
+	// imports), whose input chains already ran before it was stored.
+	Pushed bool
 }
 
 // SubMode is how a subscription behaves when its consumer falls behind.

@@ -105,7 +105,9 @@ func (t *Table) Stored(pts []model.Point, source string) {
 // applyStored applies one durable point; t.mu is held.
 func (t *Table) applyStored(id ID, p *model.Point) {
 	e := &t.ents[id]
-	t.record(id, e.def.Name, p.T, p.V, p.Q)
+	if len(t.every) > 0 {
+		t.ebuf = append(t.ebuf, Change{ID: id, Tag: e.def.Name, T: p.T, V: p.V, Q: p.Q, Has: true, Pushed: true})
+	}
 	if e.seen && p.T < e.cur.T {
 		t.stats.Late++
 		return
@@ -116,6 +118,6 @@ func (t *Table) applyStored(id ID, p *model.Point) {
 	// What is stored is the policies' new reference.
 	e.arch, e.archHas = e.cur, true
 	if changed {
-		t.cbuf = append(t.cbuf, Change{ID: id, Tag: e.def.Name, T: p.T, V: p.V, Q: p.Q, Has: true})
+		t.cbuf = append(t.cbuf, Change{ID: id, Tag: e.def.Name, T: p.T, V: p.V, Q: p.Q, Has: true, Pushed: true})
 	}
 }
