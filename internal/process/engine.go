@@ -2,10 +2,10 @@ package process
 
 import (
 	"cmp"
-	"slices"
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
