@@ -1,4 +1,4 @@
-package diag
+package bench
 
 // Acquisition measurements of issue 3 ("Targets"). They are benchmarks,
 // never timed tests: the machine is shared. One iteration is one whole
@@ -47,7 +47,7 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-func runAcqB(b *testing.B, ab AcqBench) AcqResult {
+func runAcqB(b *testing.B, ab AcqOptions) AcqResult {
 	b.Helper()
 	ab.Dir = b.TempDir()
 	r, err := RunAcq(context.Background(), ab)
@@ -153,7 +153,7 @@ func BenchmarkAcqFastStation(b *testing.B) {
 			var ours, theirs []float64
 			for range rounds {
 				theirs = append(theirs, cClientRate(b, bin, cAddr, d))
-				r := runAcqB(b, AcqBench{Stations: 1, Tags: 10, Period: 0, Duration: d})
+				r := runAcqB(b, AcqOptions{Stations: 1, Tags: 10, Period: 0, Duration: d})
 				ours = append(ours, r.PollsPerSec)
 			}
 			b.ReportMetric(median(ours), "pith-polls/s")
@@ -173,7 +173,7 @@ func BenchmarkAcqFastStation(b *testing.B) {
 			var ours, theirs []float64
 			for range rounds {
 				theirs = append(theirs, cClientRate(b, bin, pyAddr, d))
-				r := runAcqB(b, AcqBench{Server: pyAddr, Stations: 1, Tags: 10, Period: 0, Duration: d})
+				r := runAcqB(b, AcqOptions{Server: pyAddr, Stations: 1, Tags: 10, Period: 0, Duration: d})
 				ours = append(ours, r.PollsPerSec)
 			}
 			b.ReportMetric(median(ours), "pith-polls/s")
@@ -191,7 +191,7 @@ func BenchmarkAcqFastStation(b *testing.B) {
 func BenchmarkAcqCPU100Tags(b *testing.B) {
 	d := acqSeconds(20)
 	for range b.N {
-		r := runAcqB(b, AcqBench{Stations: 1, Tags: 100, Period: time.Second, Duration: d})
+		r := runAcqB(b, AcqOptions{Stations: 1, Tags: 100, Period: time.Second, Duration: d})
 		b.ReportMetric(r.CPUPercent, "cpu-%-of-core")
 		b.ReportMetric(float64(r.Archived)/r.Seconds, "archived-points/s")
 	}
@@ -203,7 +203,7 @@ func BenchmarkAcqCPU100Tags(b *testing.B) {
 func BenchmarkAcq1000Tags10Stations(b *testing.B) {
 	d := acqSeconds(10)
 	for range b.N {
-		r := runAcqB(b, AcqBench{Stations: 10, Tags: 100, Period: 100 * time.Millisecond, Duration: d})
+		r := runAcqB(b, AcqOptions{Stations: 10, Tags: 100, Period: 100 * time.Millisecond, Duration: d})
 		b.ReportMetric(float64(r.Missed), "missed-cycles")
 		b.ReportMetric(float64(r.Overruns), "overruns")
 		b.ReportMetric(r.CPUPercent, "cpu-%-of-core")
@@ -218,7 +218,7 @@ func BenchmarkAcq1000Tags10Stations(b *testing.B) {
 func BenchmarkAcqLateness20ms(b *testing.B) {
 	d := acqSeconds(21) // the lateness ring holds 1024 scans: 20.5 s at 20 ms
 	for range b.N {
-		r := runAcqB(b, AcqBench{Stations: 1, Tags: 10, Period: 20 * time.Millisecond, Duration: d, Busy: true})
+		r := runAcqB(b, AcqOptions{Stations: 1, Tags: 10, Period: 20 * time.Millisecond, Duration: d, Busy: true})
 		us := func(x time.Duration) float64 { return float64(x) / 1e3 }
 		b.ReportMetric(us(r.Late.P50), "p50-late-us")
 		b.ReportMetric(us(r.Late.P99), "p99-late-us")

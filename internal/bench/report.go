@@ -1,4 +1,4 @@
-package diag
+package bench
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 // D2000 also used 4 write threads.
 const benchWriters = 4
 
-// BenchOptions configure RunAll, the whole `pith bench`.
-type BenchOptions struct {
+// Options configure RunAll, the whole `pith bench`.
+type Options struct {
 	Quick      bool   // a tenth of the datasets and short runs: under a minute
 	DatasetDir string // plant.csv and feed.csv; empty generates them (a tenth with Quick)
 	Exe        string // the pith binary, run as the server of the store part
@@ -57,7 +57,7 @@ type Report struct {
 	AcqFast  *AcqResult        `json:"acq_10_tags_fast,omitempty"`
 	Freeze   *PipelineResult   `json:"freeze,omitempty"`
 	Pipeline *PipelineResult   `json:"pipeline,omitempty"`
-	Store    *StoreBenchResult `json:"store,omitempty"`
+	Store    *StoreResult      `json:"store,omitempty"`
 	HTTP     *HTTPIngestResult `json:"http_ingest,omitempty"`
 	Latency  []LatencyStats    `json:"latency,omitempty"`
 	Capacity Capacity          `json:"capacity"`
@@ -82,7 +82,7 @@ func scale[T any](quick bool, q, full T) T {
 
 // RunAll runs the seed's experiments one after the other. A failing
 // experiment is reported as a gap and the others still run.
-func RunAll(ctx context.Context, o BenchOptions) (*Report, error) {
+func RunAll(ctx context.Context, o Options) (*Report, error) {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
@@ -105,7 +105,7 @@ func RunAll(ctx context.Context, o BenchOptions) (*Report, error) {
 
 	// 1 and 2: acquisition over loopback Modbus, through the archive.
 	step("1. 100 tags over loopback Modbus every second")
-	if r, err := RunAcq(ctx, AcqBench{Stations: 1, Tags: 100, Period: time.Second,
+	if r, err := RunAcq(ctx, AcqOptions{Stations: 1, Tags: 100, Period: time.Second,
 		Duration: scale(q, 5*time.Second, 60*time.Second), Dir: filepath.Join(work, "acq100"), Log: o.Log}); err != nil {
 		rep.gap("acquisition 100 tags", err)
 	} else {
@@ -113,7 +113,7 @@ func RunAll(ctx context.Context, o BenchOptions) (*Report, error) {
 		rep.add("1", "CPU for 100 tags polled every 1 s and archived", r.CPUPercent, "% of a core", "D2000 on a Pi 3: not published as a figure", "target <= 0.5%")
 	}
 	step("2. 10 tags as fast as possible")
-	if r, err := RunAcq(ctx, AcqBench{Stations: 1, Tags: 10, Period: 0,
+	if r, err := RunAcq(ctx, AcqOptions{Stations: 1, Tags: 10, Period: 0,
 		Duration: scale(q, 3*time.Second, 10*time.Second), Dir: filepath.Join(work, "acqfast"), Log: o.Log}); err != nil {
 		rep.gap("acquisition fast", err)
 	} else {
@@ -203,7 +203,7 @@ func LatencyWithCyclictest(ctx context.Context, o LatencyOptions) (probe Latency
 	return probe, cyc, nil
 }
 
-func runStorePart(rep *Report, o BenchOptions, work string) error {
+func runStorePart(rep *Report, o Options, work string) error {
 	ds := o.DatasetDir
 	if ds == "" {
 		ds = filepath.Join(work, "datasets")
@@ -216,7 +216,7 @@ func runStorePart(rep *Report, o BenchOptions, work string) error {
 	if o.Exe == "" {
 		return fmt.Errorf("no pith binary to run as the server")
 	}
-	r, err := RunStoreBench(StoreBenchOptions{DatasetDir: ds, Exe: o.Exe, WorkDir: filepath.Join(work, "store"),
+	r, err := RunStore(StoreOptions{DatasetDir: ds, Exe: o.Exe, WorkDir: filepath.Join(work, "store"),
 		Runs: scale(o.Quick, 5, 100), Out: o.Out})
 	if err != nil {
 		return err
