@@ -18,10 +18,10 @@ const benchUsage = `Usage: pith bench [--quick] [--json] [--datasets DIR] [--wor
        pith bench store [flags] DATASET_DIR
        pith bench latency [--period 1ms] [--duration 30s] [--mode nanosleep|gosleep]
 
-Without a benchmark name, runs the seed's experiments (acquisition, FREEZE
-and the archive pipeline, the store, HTTP ingest, scheduling latency) and
-prints a report with each figure beside the seed's Raspberry Pi figure,
-ending with a capacity statement.
+Without a benchmark name, runs the six experiments of docs/bench.md
+(acquisition, FREEZE and the archive pipeline, the store, HTTP ingest,
+scheduling latency) and prints a report with each figure beside the D2000
+reference figure (Raspberry Pi), ending with a capacity statement.
 
 Benchmarks:
   store     import the standard datasets over HTTP, measure disk and memory, time Q1-Q6

@@ -24,8 +24,9 @@ import (
 // benchmarks in acq_test.go run it.
 type AcqOptions struct {
 	// Server is the Modbus TCP server polled, host:port; empty starts an
-	// in-process Pith server whose registers follow the seed's pattern
-	// (register N = 1000 * second-of-minute + N, changed twice a second).
+	// in-process Pith server whose registers follow the plant dataset's
+	// raw-register pattern (register N = 1000 * second-of-minute + N,
+	// changed twice a second; docs/bench.md).
 	Server string
 	// Stations is the number of stations, each on its own connection.
 	Stations int
@@ -77,8 +78,8 @@ type benchServer struct {
 	wg   sync.WaitGroup
 }
 
-// seedTicks is how often the in-process server's registers change.
-const seedTicks = 500 * time.Millisecond
+// registerTick is how often the in-process server's registers change.
+const registerTick = 500 * time.Millisecond
 
 // startBenchServer serves n registers on 127.0.0.1 and, for stations > 1,
 // on the same port of 127.0.0.2, 127.0.0.3, ... (all loopback on Linux),
@@ -115,7 +116,7 @@ func startBenchServer(n, stations int) (*benchServer, string, error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		t := time.NewTicker(seedTicks)
+		t := time.NewTicker(registerTick)
 		defer t.Stop()
 		for {
 			select {

@@ -1,15 +1,16 @@
 package bench
 
-// Acquisition measurements of issue 3 ("Targets"). They are benchmarks,
-// never timed tests: the machine is shared. One iteration is one whole
-// measurement, so run them with -benchtime 1x. Each run's length comes from
-// PITH_ACQ_SECONDS (default 3; the issue's figures use 60 for CPU and 180+
+// Acquisition measurements: the acquisition table of docs/bench.md, with
+// its targets. They are benchmarks, never timed tests: the machine is
+// shared. One iteration is one whole measurement, so run them with
+// -benchtime 1x. Each run's length comes from
+// PITH_ACQ_SECONDS (default 3; the published figures use 60 for CPU and 180+
 // for missed cycles) and the fast-station comparison alternates Pith and
 // the libmodbus C client PITH_ACQ_ROUNDS times (default 3), reporting
 // medians:
 //
-//	go test -run '^$' -bench Acq -benchtime 1x ./internal/diag/
-//	PITH_ACQ_SECONDS=60 go test -run '^$' -bench AcqCPU100Tags -benchtime 1x ./internal/diag/
+//	go test -run '^$' -bench Acq -benchtime 1x ./internal/bench/
+//	PITH_ACQ_SECONDS=60 go test -run '^$' -bench AcqCPU100Tags -benchtime 1x ./internal/bench/
 //
 // Peers (skipped with a message when missing; CI installs them with
 // apt-get install -y python3-pymodbus libmodbus-dev gcc).
@@ -132,11 +133,11 @@ func cClientRate(b *testing.B, bin, addr string, d time.Duration) float64 {
 	return polls / secs
 }
 
-// BenchmarkAcqFastStation measures the fast station of the seed (10
+// BenchmarkAcqFastStation measures the fast station of docs/bench.md (10
 // registers, period 0) through the full path, station -> tag table ->
 // archive -> store, against Pith's own Modbus server and against a
 // pymodbus server, each compared in the same run with the libmodbus C
-// client: against the C server for "own" (the issue's "libmodbus C pair")
+// client: against the C server for "own" (the "libmodbus C pair")
 // and against the same pymodbus server for "pymodbus". Reported: median
 // polls/s of each side and their ratio (targets: >= 0.70 own, >= 0.80
 // pymodbus).
@@ -183,8 +184,8 @@ func BenchmarkAcqFastStation(b *testing.B) {
 	})
 }
 
-// BenchmarkAcqCPU100Tags measures the process CPU (getrusage) of the seed's
-// plant: 100 registers polled every second in one block read and archived,
+// BenchmarkAcqCPU100Tags measures the process CPU (getrusage) of the D2000
+// reference plant: 100 registers polled every second in one block read and archived,
 // the in-process server changing them twice a second (target <= 0.5% of
 // one core). The server's own CPU is included, so the figure is an upper
 // bound of the station's.

@@ -28,13 +28,14 @@ type Options struct {
 	Log        *slog.Logger
 }
 
-// Figure is one line of the report: a measured value beside the seed's.
+// Figure is one line of the report: a measured value beside its reference
+// figure (docs/bench.md).
 type Figure struct {
 	Experiment string  `json:"experiment"`
 	What       string  `json:"what"`
 	Value      float64 `json:"value"`
 	Unit       string  `json:"unit"`
-	Seed       string  `json:"seed"` // the seed's Raspberry Pi figure, or the target
+	Reference  string  `json:"reference"` // the D2000 reference figure (or a peer's, or the target)
 	Note       string  `json:"note,omitempty"`
 }
 
@@ -64,8 +65,8 @@ type Report struct {
 	Gaps     []string          `json:"gaps,omitempty"` // experiments that could not run, and why
 }
 
-func (r *Report) add(exp, what string, v float64, unit, seed, note string) {
-	r.Figures = append(r.Figures, Figure{Experiment: exp, What: what, Value: v, Unit: unit, Seed: seed, Note: note})
+func (r *Report) add(exp, what string, v float64, unit, ref, note string) {
+	r.Figures = append(r.Figures, Figure{Experiment: exp, What: what, Value: v, Unit: unit, Reference: ref, Note: note})
 }
 
 func (r *Report) gap(exp string, err error) {
@@ -80,7 +81,7 @@ func scale[T any](quick bool, q, full T) T {
 	return full
 }
 
-// RunAll runs the seed's experiments one after the other. A failing
+// RunAll runs the experiments of docs/bench.md one after the other. A failing
 // experiment is reported as a gap and the others still run.
 func RunAll(ctx context.Context, o Options) (*Report, error) {
 	if o.Out == nil {
@@ -227,15 +228,15 @@ func runStorePart(rep *Report, o Options, work string) error {
 			fmt.Sprintf("%.2f B/point on disk", d.BytesPerPoint))
 	}
 	for _, qr := range r.Queries {
-		seed := ""
+		ref := ""
 		if qr.Name == "Q3" {
-			seed = "emoncms timestore on a Pi: 45 ms (1000 points)"
+			ref = "emoncms timestore on a Pi: 45 ms (1000 points)"
 		}
 		note := "matches reference"
 		if !qr.Correct {
 			note = "WRONG: " + qr.Detail
 		}
-		rep.add("4", qr.Name+" median", qr.MedianMs, "ms", seed, note)
+		rep.add("4", qr.Name+" median", qr.MedianMs, "ms", ref, note)
 	}
 	return nil
 }
@@ -295,9 +296,9 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		mode = "quick (a tenth of the datasets, short runs)"
 	}
 	fmt.Fprintf(w, "# pith bench on %s (%d CPUs), %s, %.0f s\n\n", r.Host, r.CPUs, mode, r.Seconds)
-	fmt.Fprintf(w, "| # | what | this machine | seed (Raspberry Pi) / target | notes |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| # | what | this machine | reference (D2000, Raspberry Pi) / target | notes |\n|---|---|---|---|---|\n")
 	for _, f := range r.Figures {
-		fmt.Fprintf(w, "| %s | %s | %s %s | %s | %s |\n", f.Experiment, f.What, num(f.Value), f.Unit, f.Seed, f.Note)
+		fmt.Fprintf(w, "| %s | %s | %s %s | %s | %s |\n", f.Experiment, f.What, num(f.Value), f.Unit, f.Reference, f.Note)
 	}
 	if len(r.Latency) > 0 {
 		fmt.Fprintf(w, "\n## Scheduling latency\n\n```\n")

@@ -19,7 +19,7 @@ import (
 
 // StoreOptions configure RunStore.
 type StoreOptions struct {
-	DatasetDir string    // holds plant.csv and feed.csv (shared/bench/gen_datasets.py)
+	DatasetDir string    // holds plant.csv and feed.csv (docs/bench.md)
 	Exe        string    // the pith binary to run as the server
 	WorkDir    string    // where the data directories go (a temporary one when empty)
 	Runs       int       // timed runs per query
