@@ -1,6 +1,6 @@
 // Package api serves Pith's native HTTP API (/api/v1/...): CSV import, data
 // queries, latest values, the tag list and control writes. The contract is
-// DESIGN.md "Public contracts"; every error is JSON {"error": "..."}.
+// docs/api.md; every error is JSON {"error": "..."}.
 package api
 
 import (
