@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -190,5 +191,33 @@ func TestConcurrentBulkImportsAndFlushes(t *testing.T) {
 		if int(got[0].V) != n {
 			t.Errorf("after reopen, %s holds %v points, want %d", tag, got[0].V, n)
 		}
+	}
+}
+
+// TestConcurrentBackupsOneDest runs backups of one store into one
+// destination side by side (two clicks of a backup button): each must
+// succeed and the destination must verify.
+func TestConcurrentBackupsOneDest(t *testing.T) {
+	db := buildBackupStore(t, t.TempDir(), 6)
+	defer db.Close()
+	dest := filepath.Join(t.TempDir(), "b")
+	errc := make(chan error, 4)
+	var wg sync.WaitGroup
+	for i := 0; i < cap(errc); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := db.backup(context.Background(), dest, false); err != nil {
+				errc <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Errorf("backup: %v", err)
+	}
+	if rep, err := Verify(dest); err != nil || !rep.OK() {
+		t.Fatalf("verify: %v %+v", err, rep)
 	}
 }
