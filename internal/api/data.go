@@ -169,49 +169,6 @@ func (s *Server) queryError(w http.ResponseWriter, tag string, err error) {
 	}
 }
 
-// handleLatest serves GET /api/v1/latest[?tag=T&tag=U].
-func (s *Server) handleLatest(w http.ResponseWriter, r *http.Request) {
-	if !allowMethod(w, r, http.MethodGet) {
-		return
-	}
-	tags := r.URL.Query()["tag"]
-	for _, t := range tags {
-		if t == "" {
-			writeError(w, http.StatusBadRequest, "parameter tag must not be empty")
-			return
-		}
-	}
-	values, err := s.st.Latest(tags...)
-	if err != nil {
-		name := ""
-		if len(tags) == 1 {
-			name = tags[0]
-		}
-		s.queryError(w, name, err)
-		return
-	}
-	buf := s.bufs.get()
-	defer s.bufs.put(buf)
-	b := append(*buf, `{"values":[`...)
-	for i, v := range values {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"tag":`...)
-		b = jsonenc.AppendString(b, v.Tag)
-		b = append(b, `,"ts":`...)
-		b = strconv.AppendInt(b, v.T, 10)
-		b = append(b, `,"value":`...)
-		b = jsonenc.AppendFloat(b, v.V)
-		b = append(b, `,"quality":`...)
-		b = jsonenc.AppendString(b, v.Q.String())
-		b = append(b, '}')
-	}
-	b = append(b, "]}"...)
-	*buf = b
-	writeJSON(w, http.StatusOK, b)
-}
-
 // handleTags serves GET /api/v1/tags: every stored tag sorted by name, with
 // the metadata Options.Meta knows.
 func (s *Server) handleTags(w http.ResponseWriter, r *http.Request) {
