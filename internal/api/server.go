@@ -1,6 +1,7 @@
 // Package api serves Pith's native HTTP API (/api/v1/...): CSV import, data
 // queries, latest values, the tag list and control writes. The contract is
-// DESIGN.md "Public contracts"; every error is JSON {"error": "..."}.
+// the README's "Use" section (the API table and bucket rule); every error
+// is JSON {"error": "..."}.
 package api
 
 import (
