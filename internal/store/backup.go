@@ -118,7 +118,8 @@ func (s *snapshot) close() {
 //
 // The capture holds the flush lock for as long as it takes to read the
 // small files and open the others (no flush, merge, retention or bulk
-// commit runs meanwhile; writes go on); the copy runs after it.
+// commit runs meanwhile; writes go on); the copy runs after it. Backups of
+// one store run one at a time: a second call waits for the first.
 func (db *DB) Backup(ctx context.Context, dest string) (BackupStats, error) {
 	return db.backup(ctx, dest, true)
 }
@@ -132,6 +133,11 @@ func (db *DB) backup(ctx context.Context, dest string, link bool) (BackupStats, 
 	if !isOS(db.fs) {
 		return BackupStats{}, errors.New("backup: the store is not on the real filesystem")
 	}
+	// Backups write fixed names into their destination (BACKUP.incomplete,
+	// NAME.tmp for each file) and remove what they do not list: two at
+	// once into one destination would undo each other, so they queue.
+	db.backupMu.Lock()
+	defer db.backupMu.Unlock()
 	if err := checkBackupDest(db.dir, dest); err != nil {
 		return BackupStats{}, err
 	}

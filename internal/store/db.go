@@ -42,8 +42,22 @@ type TagInfo struct {
 
 // DB is an open store. All methods are safe for concurrent use.
 //
-// Lock order: db.orderMu, then db.mu, then series.mu, then head.mu.
-// db.flushMu serialises flushes and compactions (only they change parts).
+// Lock order: db.flushMu, then db.orderMu, then db.mu, then series.mu,
+// then head.mu; series.saveMu goes after db.flushMu and before series.mu,
+// and is never held with db.orderMu or db.mu. db.flushMu serialises
+// flushes, compactions, retention, deletes and bulk commits (only they
+// change parts); backupMu serialises backups and is taken before flushMu.
+//
+// Each file that keeps its name has exactly one serialised writer, since
+// an atomic replace goes through a fixed "NAME.tmp" that two writers
+// would share:
+//   - MANIFEST: only install writes it, and every caller holds flushMu.
+//   - series.dat and series.copy.dat: only seriesTable.save writes them,
+//     under series.saveMu (bulk transactions save without flushMu).
+//   - runs/: every new run is named by a fresh sequence number (allocSeq),
+//     so no two writers share a name; runs are never rewritten in place.
+//   - wal/: the wal package serialises its own appends and cuts.
+//   - a backup's destination: backup holds backupMu while it writes.
 type DB struct {
 	dir  string
 	fs   vfs.FS
@@ -67,6 +81,7 @@ type DB struct {
 	lastTicket chan struct{}
 	inflight   map[uint64]wal.Pos // txn -> first record, until applied
 
+	backupMu       sync.Mutex // one backup at a time: see backup
 	flushMu        sync.Mutex
 	lastCheckpoint uint32
 	version        int           // the MANIFEST format version; raised to formatDeletes by the first delete

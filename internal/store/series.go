@@ -21,6 +21,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // Ids are assigned when a committed write is applied and are persisted in
 // the series file before any run file refers to them.
 type seriesTable struct {
+	// saveMu makes save the one writer of the series file and its copy:
+	// bulk transactions save from their own goroutines, flushes under
+	// db.flushMu, and both write the same ".tmp" names. Lock order:
+	// db.flushMu (when held), then saveMu, then mu.
+	saveMu sync.Mutex
 	mu     sync.RWMutex
 	byName map[string]uint32
 	names  []string
@@ -86,8 +91,12 @@ func (s *seriesTable) observeLocked(id uint32, t int64, v float64, q model.Quali
 
 const seriesFileMagic = "PITHSER1"
 
-// save writes the series names atomically when new ones were added.
+// save writes the series names atomically when new ones were added. Saves
+// are serialised, so a save that read fewer names can never replace the
+// file after one that read more: saved only grows with the file on disk.
 func (s *seriesTable) save(fs vfs.FS, dir string) error {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
 	s.mu.RLock()
 	n := len(s.names)
 	if n == s.saved {
