@@ -4,13 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/pith-historian/pith/internal/atomicfile"
+	"github.com/pith-historian/pith/internal/crc32c"
 	"github.com/pith-historian/pith/internal/store/wal"
 )
 
@@ -21,8 +21,6 @@ const (
 	cursorSize  = 4 + 4 + 8 + 4 // magic, segment, offset, CRC-32C
 	poisonDir   = "poison"
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // errStop ends a read-ahead Replay early.
 var errStop = errors.New("stop replay")
@@ -228,7 +226,7 @@ func (q *Queue) saveCursor(force bool) error {
 	b = append(b, cursorMagic...)
 	b = binary.LittleEndian.AppendUint32(b, cur.Segment)
 	b = binary.LittleEndian.AppendUint64(b, uint64(cur.Offset))
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	b = binary.LittleEndian.AppendUint32(b, crc32c.Checksum(b))
 	if err := atomicfile.Write(filepath.Join(q.dir, cursorFile), b, 0o644); err != nil {
 		return fmt.Errorf("write forward cursor: %w", err)
 	}
@@ -250,7 +248,7 @@ func readCursor(path string) (wal.Pos, error) {
 		return wal.Pos{}, fmt.Errorf("read forward cursor: %w", err)
 	}
 	if len(b) != cursorSize || string(b[:4]) != cursorMagic ||
-		crc32.Checksum(b[:cursorSize-4], castagnoli) != binary.LittleEndian.Uint32(b[cursorSize-4:]) {
+		crc32c.Checksum(b[:cursorSize-4]) != binary.LittleEndian.Uint32(b[cursorSize-4:]) {
 		// Written atomically, so this is damage by something else. Failing
 		// keeps an operator from silently resending a whole history.
 		return wal.Pos{}, fmt.Errorf("read forward cursor %s: damaged file", path)
