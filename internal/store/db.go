@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pith-historian/pith/internal/crc32c"
 	"github.com/pith-historian/pith/internal/model"
 
 	"github.com/pith-historian/pith/internal/store/vfs"
@@ -270,7 +270,7 @@ func decodeManifest(buf []byte) (*manifest, error) {
 // CRC-32C of the JSON bytes.
 func encodeChecked(v any) []byte {
 	buf, _ := json.MarshalIndent(v, "", " ")
-	return fmt.Appendf(buf, "\ncrc32c %08x\n", crc32.Checksum(buf, castagnoli))
+	return fmt.Appendf(buf, "\ncrc32c %08x\n", crc32c.Checksum(buf))
 }
 
 // decodeChecked checks and decodes what encodeChecked wrote into v;
@@ -284,7 +284,7 @@ func decodeChecked(buf []byte, what string, v any) error {
 	if _, err := fmt.Sscanf(string(buf[i+1:]), "crc32c %08x\n", &crc); err != nil {
 		return fmt.Errorf("%schecksum unreadable: %w", what, err)
 	}
-	if crc32.Checksum(buf[:i], castagnoli) != crc {
+	if crc32c.Checksum(buf[:i]) != crc {
 		return errors.New(what + "checksum mismatch")
 	}
 	return json.Unmarshal(buf[:i], v)
