@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -60,8 +58,8 @@ func runBackup(args []string) error {
 	cfgPath := fs.String("config", "", "config file (TOML): gives the data directory and listen address")
 	data := fs.String("data", "", "data directory (overrides store.dir)")
 	url := fs.String("url", "", "base URL of the running Pith; when set, always back up through it")
-	key := fs.String("key", "", "API key with admin scope for --url (default $PITH_KEY)")
-	insecure := fs.Bool("insecure", false, "skip TLS certificate verification (a self-signed tls = \"auto\" certificate)")
+	var srv serverFlags
+	srv.register(fs, "admin")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: pith backup [--config FILE] [--data DIR] [--url URL] [--key KEY] DEST\n\n"+
 			"Writes a consistent snapshot of the store into the directory DEST. When no process\n"+
@@ -78,9 +76,6 @@ func runBackup(args []string) error {
 	dest, err := filepath.Abs(pos[0])
 	if err != nil {
 		return fmt.Errorf("resolve DEST: %w", err)
-	}
-	if *key == "" {
-		*key = os.Getenv("PITH_KEY")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -101,7 +96,7 @@ func runBackup(args []string) error {
 		base = serverURL(cfg.HTTP)
 		fmt.Fprintf(os.Stderr, "pith backup: %s is in use; asking the running Pith at %s\n", cfg.Store.Dir, base)
 	}
-	st, err := remoteBackup(ctx, strings.TrimRight(base, "/")+backupPath, *key, *insecure, dest)
+	st, err := srv.client().backup(ctx, strings.TrimRight(base, "/")+backupPath, dest)
 	if err != nil {
 		return err
 	}
@@ -125,37 +120,22 @@ func serverURL(c config.HTTP) string {
 	return scheme + "://" + net.JoinHostPort(host, port)
 }
 
-// remoteBackup asks a running Pith for a backup into dest.
+// remoteBackup asks a running Pith for a backup into dest with key.
 func remoteBackup(ctx context.Context, url, key string, insecure bool, dest string) (store.BackupStats, error) {
+	return newAPIClient(key, insecure).backup(ctx, url, dest)
+}
+
+// backup asks a running Pith for a backup into dest.
+func (c *apiClient) backup(ctx context.Context, url, dest string) (store.BackupStats, error) {
 	var st store.BackupStats
-	body, _ := json.Marshal(backupRequest{Dest: dest})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	resp, err := c.postJSON(ctx, "backup", url, backupRequest{Dest: dest})
 	if err != nil {
-		return st, fmt.Errorf("call backup: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	client := &http.Client{}
-	if insecure {
-		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return st, fmt.Errorf("call backup: %w", err)
+		return st, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		return st, fmt.Errorf("call backup: read answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct{ Error string }
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return st, fmt.Errorf("call backup: %s: %s", resp.Status, e.Error)
-		}
-		return st, fmt.Errorf("call backup: %s: %s", resp.Status, bytes.TrimSpace(b))
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
 		return st, fmt.Errorf("call backup: decode answer: %w", err)

@@ -11,17 +11,17 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pith-historian/pith/internal/diag"
+	"github.com/pith-historian/pith/internal/bench"
 )
 
 const benchUsage = `Usage: pith bench [--quick] [--json] [--datasets DIR] [--work DIR]
        pith bench store [flags] DATASET_DIR
        pith bench latency [--period 1ms] [--duration 30s] [--mode nanosleep|gosleep]
 
-Without a benchmark name, runs the seed's experiments (acquisition, FREEZE
-and the archive pipeline, the store, HTTP ingest, scheduling latency) and
-prints a report with each figure beside the seed's Raspberry Pi figure,
-ending with a capacity statement.
+Without a benchmark name, runs the six experiments of docs/bench.md
+(acquisition, FREEZE and the archive pipeline, the store, HTTP ingest,
+scheduling latency) and prints a report with each figure beside the D2000
+reference figure (Raspberry Pi), ending with a capacity statement.
 
 Benchmarks:
   store     import the standard datasets over HTTP, measure disk and memory, time Q1-Q6
@@ -70,7 +70,7 @@ func runBenchAll(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	rep, err := diag.RunAll(ctx, diag.BenchOptions{Quick: *quick, DatasetDir: *datasets, Exe: exe, WorkDir: *work,
+	rep, err := bench.RunAll(ctx, bench.Options{Quick: *quick, DatasetDir: *datasets, Exe: exe, WorkDir: *work,
 		Out: os.Stderr, Log: newLogger("error")})
 	if err != nil {
 		return err
@@ -98,16 +98,16 @@ func runBenchLatency(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	o := diag.LatencyOptions{Period: *period, Duration: *duration, Mode: diag.LatencyMode(*mode)}
-	var out []diag.LatencyStats
-	if *noCyc || o.Mode == diag.ModeGoSleep {
-		s, err := diag.RunLatency(ctx, o)
+	o := bench.LatencyOptions{Period: *period, Duration: *duration, Mode: bench.LatencyMode(*mode)}
+	var out []bench.LatencyStats
+	if *noCyc || o.Mode == bench.ModeGoSleep {
+		s, err := bench.RunLatency(ctx, o)
 		if err != nil {
 			return err
 		}
 		out = append(out, s)
 	} else {
-		s, cyc, err := diag.LatencyWithCyclictest(ctx, o)
+		s, cyc, err := bench.LatencyWithCyclictest(ctx, o)
 		if err != nil {
 			return err
 		}
@@ -115,14 +115,14 @@ func runBenchLatency(args []string) error {
 		if cyc != nil {
 			out = append(out, *cyc)
 		} else {
-			fmt.Fprintf(os.Stderr, "no comparison: %v\n", diag.ErrNoCyclictest)
+			fmt.Fprintf(os.Stderr, "no comparison: %v\n", bench.ErrNoCyclictest)
 		}
 	}
 	if *asJSON {
 		return writeJSON(out)
 	}
 	for _, s := range out {
-		diag.WriteLatency(os.Stdout, s)
+		bench.WriteLatency(os.Stdout, s)
 	}
 	return nil
 }
@@ -148,7 +148,7 @@ func runBenchStore(args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := diag.RunStoreBench(diag.StoreBenchOptions{
+	res, err := bench.RunStore(bench.StoreOptions{
 		DatasetDir: fs.Arg(0), Exe: exe, WorkDir: *work, Runs: *runs, Durability: *durability, Out: os.Stderr,
 	})
 	if err != nil {

@@ -2,13 +2,12 @@ package main
 
 import (
 	"bufio"
-	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -22,11 +21,14 @@ const freezePath = "/api/v1/admin/freeze"
 func runFreeze(args []string) error {
 	fs := flag.NewFlagSet("freeze", flag.ContinueOnError)
 	url := fs.String("url", "http://127.0.0.1:8080", "base URL of the running Pith")
+	var srv serverFlags
+	srv.register(fs, "admin")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: pith freeze SECONDS WATCH_SECONDS [--url URL]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: pith freeze SECONDS WATCH_SECONDS [--url URL] [--key KEY]\n\n"+
 			"Pauses archive writes of a running Pith for SECONDS (acquisition continues and\n"+
 			"queues), printing the queue depth every second, then prints the drain second\n"+
-			"by second until the backlog is written or WATCH_SECONDS pass, and a summary.\n\n")
+			"by second until the backlog is written or WATCH_SECONDS pass, and a summary.\n"+
+			"It calls POST %s, which needs a key with admin scope when the server has keys.\n\n", freezePath)
 		fs.PrintDefaults()
 	}
 	// Flags may come before or after the two numbers.
@@ -53,25 +55,16 @@ func runFreeze(args []string) error {
 	if req.WatchSeconds, err = strconv.ParseFloat(pos[1], 64); err != nil || req.WatchSeconds < 0 {
 		return fmt.Errorf("parse WATCH_SECONDS %q: want a number >= 0", pos[1])
 	}
-	return freeze(strings.TrimRight(*url, "/")+freezePath, req, os.Stdout)
+	return srv.client().freeze(context.Background(), strings.TrimRight(*url, "/")+freezePath, req, os.Stdout)
 }
 
 // freeze posts the request and prints the streamed progress.
-func freeze(url string, req diag.FreezeRequest, out io.Writer) error {
-	body, _ := json.Marshal(req)
-	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+func (c *apiClient) freeze(ctx context.Context, url string, req diag.FreezeRequest, out io.Writer) error {
+	resp, err := c.postJSON(ctx, "freeze", url, req)
 	if err != nil {
-		return fmt.Errorf("call freeze: %w", err)
+		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		var e struct{ Error string }
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return fmt.Errorf("call freeze: %s: %s", resp.Status, e.Error)
-		}
-		return fmt.Errorf("call freeze: %s: %s", resp.Status, bytes.TrimSpace(b))
-	}
 	sc := bufio.NewScanner(resp.Body)
 	fmt.Fprintf(out, "%-7s %7s %12s %12s %12s\n", "phase", "t (s)", "pending", "in/s", "written/s")
 	for sc.Scan() {

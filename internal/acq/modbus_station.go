@@ -60,10 +60,7 @@ func NewModbusStation(c config.ModbusClient, rd BlockReader) (*ModbusStation, er
 	s := &ModbusStation{name: c.Name, rd: rd, unit: uint8(c.Unit), pause: c.Pause.Std()}
 	planItems := make([]modbus.Item, len(tags))
 	for i, t := range tags {
-		it, pi, err := modbusDecoding(t)
-		if err != nil {
-			return nil, fmt.Errorf("build modbus station %q: tag %q: %w", c.Name, t.Name, err)
-		}
+		it, pi := modbusDecoding(t)
 		s.items = append(s.items, it)
 		planItems[i] = pi
 		s.defs = append(s.defs, tag.Def{
@@ -79,35 +76,12 @@ func NewModbusStation(c config.ModbusClient, rd BlockReader) (*ModbusStation, er
 	return s, nil
 }
 
-func modbusDecoding(t config.ModbusTag) (modbusItem, modbus.Item, error) {
-	var area modbus.Area
-	switch t.Area {
-	case config.AreaHolding:
-		area = modbus.HoldingRegisters
-	case config.AreaInput:
-		area = modbus.InputRegisters
-	case config.AreaCoil:
-		area = modbus.Coils
-	case config.AreaDiscrete:
-		area = modbus.DiscreteInputs
-	default:
-		return modbusItem{}, modbus.Item{}, fmt.Errorf("unknown area %v", t.Area)
-	}
-	typ, err := modbus.ParseType(t.Type.String())
-	if err != nil {
-		return modbusItem{}, modbus.Item{}, err
-	}
-	order := modbus.ABCD
-	if t.Order != 0 {
-		if order, err = modbus.ParseOrder(t.Order.String()); err != nil {
-			return modbusItem{}, modbus.Item{}, err
-		}
-	}
-	it := modbusItem{typ: typ, order: order, bit: area.IsBit(), scale: t.Scale, offset: t.Offset}
+func modbusDecoding(t config.ModbusTag) (modbusItem, modbus.Item) {
+	it := modbusItem{typ: t.Type, order: t.Order, bit: t.Area.IsBit(), scale: t.Scale, offset: t.Offset}
 	if it.scale == 0 {
 		it.scale = 1
 	}
-	return it, modbus.Item{Area: area, Address: t.Address, Width: typ.Registers()}, nil
+	return it, modbus.Item{Area: t.Area, Address: t.Address, Width: t.Type.Registers()}
 }
 
 func archivePolicy(a config.Archive) tag.Policy {

@@ -3,7 +3,8 @@ package api
 import (
 	"fmt"
 	"net"
-	"strings"
+
+	"github.com/pith-historian/pith/internal/netaddr"
 )
 
 // CheckExposure refuses a listen address that other machines can reach
@@ -32,15 +33,5 @@ func CheckExposure(addr string, haveKeys, authNone bool) error {
 }
 
 // IsLoopback reports whether host (an IP or "localhost", without port)
-// is reachable from this machine only.
-func IsLoopback(host string) bool {
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	if i := strings.IndexByte(host, '%'); i >= 0 {
-		host = host[:i] // a zone, as in fe80::1%eth0
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+// is reachable from this machine only; see netaddr.IsLoopback.
+func IsLoopback(host string) bool { return netaddr.IsLoopback(host) }

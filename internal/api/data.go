@@ -75,6 +75,9 @@ func intParam(q url.Values, name string) (int64, error) {
 
 // handleData serves GET /api/v1/data: bucketed aggregates or raw samples of
 // one tag, written by hand into a pooled buffer (the dashboard's hot path).
+// A raw answer holds at most points samples; when the range holds more it
+// ends with "truncated": true and "next", the time of the first sample
+// left out, which the client passes as from to read the next page.
 func (s *Server) handleData(w http.ResponseWriter, r *http.Request) {
 	if !allowMethod(w, r, http.MethodGet) {
 		return
@@ -91,11 +94,19 @@ func (s *Server) handleData(w http.ResponseWriter, r *http.Request) {
 	b = append(b, `,"agg":"`...)
 	b = append(b, d.agg.String()...)
 	b = append(b, `","points":[`...)
+	truncated := false
+	var next int64
 	if d.agg == model.AggRaw {
-		samples, err := s.st.Raw(d.tag, d.from, d.to, d.points)
+		// One sample more than the cap tells a full answer from a cut one;
+		// the extra sample's time is where the next page starts.
+		samples, err := s.st.Raw(d.tag, d.from, d.to, d.points+1)
 		if err != nil {
 			s.queryError(w, d.tag, err)
 			return
+		}
+		if len(samples) > d.points {
+			truncated, next = true, samples[d.points].T
+			samples = samples[:d.points]
 		}
 		for i, smp := range samples {
 			if i > 0 {
@@ -128,7 +139,14 @@ func (s *Server) handleData(w http.ResponseWriter, r *http.Request) {
 			b = append(b, ']')
 		}
 	}
-	b = append(b, "]}"...)
+	b = append(b, ']')
+	if truncated {
+		// Only a cut answer carries these keys, so clients that never ask
+		// for more than the cap see the same JSON as before.
+		b = append(b, `,"truncated":true,"next":`...)
+		b = strconv.AppendInt(b, next, 10)
+	}
+	b = append(b, '}')
 	*buf = b
 	writeJSON(w, http.StatusOK, b)
 }
@@ -149,49 +167,6 @@ func (s *Server) queryError(w http.ResponseWriter, tag string, err error) {
 		s.log.Error("query failed", "tag", tag, "err", err)
 		writeError(w, http.StatusInternalServerError, err.Error())
 	}
-}
-
-// handleLatest serves GET /api/v1/latest[?tag=T&tag=U].
-func (s *Server) handleLatest(w http.ResponseWriter, r *http.Request) {
-	if !allowMethod(w, r, http.MethodGet) {
-		return
-	}
-	tags := r.URL.Query()["tag"]
-	for _, t := range tags {
-		if t == "" {
-			writeError(w, http.StatusBadRequest, "parameter tag must not be empty")
-			return
-		}
-	}
-	values, err := s.st.Latest(tags...)
-	if err != nil {
-		name := ""
-		if len(tags) == 1 {
-			name = tags[0]
-		}
-		s.queryError(w, name, err)
-		return
-	}
-	buf := s.bufs.get()
-	defer s.bufs.put(buf)
-	b := append(*buf, `{"values":[`...)
-	for i, v := range values {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"tag":`...)
-		b = jsonenc.AppendString(b, v.Tag)
-		b = append(b, `,"ts":`...)
-		b = strconv.AppendInt(b, v.T, 10)
-		b = append(b, `,"value":`...)
-		b = jsonenc.AppendFloat(b, v.V)
-		b = append(b, `,"quality":`...)
-		b = jsonenc.AppendString(b, v.Q.String())
-		b = append(b, '}')
-	}
-	b = append(b, "]}"...)
-	*buf = b
-	writeJSON(w, http.StatusOK, b)
 }
 
 // handleTags serves GET /api/v1/tags: every stored tag sorted by name, with

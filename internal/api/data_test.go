@@ -39,7 +39,11 @@ func TestData(t *testing.T) {
 		{"/api/v1/data?tag=a.x&from=0&to=3000&agg=raw",
 			`{"tag":"a.x","agg":"raw","points":[[1000,1],[1500,3]]}`},
 		{"/api/v1/data?tag=a.x&from=0&to=5000&agg=raw&points=1",
-			`{"tag":"a.x","agg":"raw","points":[[1000,1]]}`},
+			`{"tag":"a.x","agg":"raw","points":[[1000,1]],"truncated":true,"next":1500}`},
+		{"/api/v1/data?tag=a.x&from=0&to=5000&agg=raw&points=3",
+			`{"tag":"a.x","agg":"raw","points":[[1000,1],[1500,3],[3000,10]]}`},
+		{"/api/v1/data?tag=a.x&from=1500&to=5000&agg=raw&points=2",
+			`{"tag":"a.x","agg":"raw","points":[[1500,3],[3000,10]]}`},
 		{"/api/v1/data?tag=b.y&from=0&to=3000&points=2&agg=min",
 			`{"tag":"b.y","agg":"min","points":[[0,null],[1500,-2.5]]}`},
 	}

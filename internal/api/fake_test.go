@@ -14,7 +14,7 @@ import (
 )
 
 // fakeStore is an in-memory Store following the contract closely enough
-// to test the handlers: last write wins, buckets as DESIGN.md defines them.
+// to test the handlers: last write wins, buckets as docs/api.md defines them.
 type fakeStore struct {
 	mu        sync.Mutex
 	data      map[string][]model.Sample // sorted by time

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"math"
 	"net"
 	"net/http"
@@ -142,29 +141,4 @@ func clientIP(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
-}
-
-// LimitBody returns h with request bodies capped at maxBytes: a request
-// whose Content-Length says more gets 413 before a byte is read, and a
-// chunked body that runs past the cap fails its read with
-// *http.MaxBytesError, which handlers turn into 413 (see IsTooLarge).
-func LimitBody(maxBytes int64, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > maxBytes {
-			writeError(w, http.StatusRequestEntityTooLarge,
-				"body of "+strconv.FormatInt(r.ContentLength, 10)+" bytes exceeds the limit of "+strconv.FormatInt(maxBytes, 10))
-			return
-		}
-		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = http.MaxBytesReader(w, r.Body, maxBytes)
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// IsTooLarge reports whether err comes from a body cut by LimitBody or
-// http.MaxBytesReader, so a handler answers 413 rather than 400.
-func IsTooLarge(err error) bool {
-	var mb *http.MaxBytesError
-	return errors.As(err, &mb)
 }

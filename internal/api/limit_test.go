@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 )
@@ -84,39 +83,6 @@ func TestRateLimiterOff(t *testing.T) {
 		}
 	}
 }
-
-func TestLimitBody(t *testing.T) {
-	h := LimitBody(10, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, err := io.ReadAll(r.Body)
-		if IsTooLarge(err) {
-			writeError(w, http.StatusRequestEntityTooLarge, "body too large")
-			return
-		}
-		writeError(w, http.StatusOK, "read")
-	}))
-	wantError(t, do(t, h, "POST", "/x", strings.NewReader("0123456789"), nil), 200, "read")
-	wantError(t, do(t, h, "POST", "/x", strings.NewReader("0123456789a"), nil), 413, "exceeds the limit of 10")
-	// A chunked body has no Content-Length: the read fails instead.
-	req := func() *http.Request {
-		r, _ := http.NewRequest("POST", "/x", io.MultiReader(strings.NewReader(strings.Repeat("x", 50))))
-		r.ContentLength = -1
-		return r
-	}()
-	rec := &recorder{h: http.Header{}}
-	h.ServeHTTP(rec, req)
-	if rec.status != 413 {
-		t.Errorf("chunked oversize body: status %d", rec.status)
-	}
-}
-
-type recorder struct {
-	h      http.Header
-	status int
-}
-
-func (r *recorder) Header() http.Header         { return r.h }
-func (r *recorder) Write(b []byte) (int, error) { return len(b), nil }
-func (r *recorder) WriteHeader(s int)           { r.status = s }
 
 // TestServeWithHeaderTimeout checks that a client which never finishes
 // its headers is cut off, over a real connection.

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -20,19 +19,10 @@ const (
 	ShutdownGrace = 30 * time.Second
 )
 
-// ListenAndServe listens on addr and serves h until ctx is cancelled, then
-// shuts down gracefully: it stops accepting, lets in-flight requests finish
-// (up to ShutdownGrace) and returns nil.
-func ListenAndServe(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	return Serve(ctx, ln, h, log)
-}
-
-// Serve is ListenAndServe on an open listener, which it closes, with the
-// default limits and no TLS.
+// Serve serves h on an open listener, which it closes, with the default
+// limits and no TLS, until ctx is cancelled; then it shuts down gracefully:
+// it stops accepting, lets in-flight requests finish (up to ShutdownGrace)
+// and returns nil.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
 	return ServeWith(ctx, ln, h, DefaultServerLimits(), nil, log)
 }

@@ -58,9 +58,3 @@ func TestServeGracefulShutdown(t *testing.T) {
 		t.Errorf("Serve returned %v", err)
 	}
 }
-
-func TestListenAndServeBadAddr(t *testing.T) {
-	if err := ListenAndServe(context.Background(), "256.0.0.1:http", nil, nil); err == nil {
-		t.Fatal("want an error for a bad address")
-	}
-}

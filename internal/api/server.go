@@ -1,6 +1,6 @@
 // Package api serves Pith's native HTTP API (/api/v1/...): CSV import, data
 // queries, latest values, the tag list and control writes. The contract is
-// DESIGN.md "Public contracts"; every error is JSON {"error": "..."}.
+// docs/api.md; every error is JSON {"error": "..."}.
 package api
 
 import (
@@ -28,6 +28,7 @@ type Options struct {
 	Controller             Controller    // nil: /api/v1/control answers 404 "no control path"
 	Meta                   MetaFunc      // nil: /api/v1/tags lists names and time ranges only
 	Deleter                Deleter       // nil: DELETE /api/v1/data uses the Store when it can delete, else 501
+	Current                Current       // nil: /api/v1/latest answers from the Store alone
 }
 
 // DefaultOptions returns the options Pith serves with when the config says nothing.

@@ -25,7 +25,7 @@ type Tx interface {
 // many requests and must be safe for that.
 type Queries interface {
 	// Aggregate splits [from, to) into n equal buckets and aggregates each
-	// (see DESIGN.md "Public contracts"); store.ErrUnknownTag for a tag
+	// (see docs/api.md, "Buckets"); store.ErrUnknownTag for a tag
 	// never seen.
 	Aggregate(tag string, from, to int64, n int, agg model.Agg) ([]store.Bucket, error)
 	// Raw returns at most limit stored samples in [from, to), in time order.

@@ -52,9 +52,10 @@ func BenchmarkEnqueue(b *testing.B) {
 	}
 }
 
-// BenchmarkTableToStore measures the whole hand-off of DESIGN.md: 100-tag
-// scans through tag.Table.Update (every value changes, policy "change")
-// into the queue and out to a counting store.
+// BenchmarkTableToStore measures the whole hand-off of the data path
+// (docs/architecture.md): 100-tag scans through tag.Table.Update (every
+// value changes, policy "change") into the queue and out to a counting
+// store.
 func BenchmarkTableToStore(b *testing.B) {
 	cs := &countStore{}
 	q := New(cs, nil, DefaultOptions())

@@ -122,8 +122,11 @@ func TestParseGood(t *testing.T) {
 		},
 		{
 			name: "server register defaults",
-			toml: "[[modbus.server]]\nlisten = \":5502\"\nregisters = [{ register = \"coil:0\", tag = \"x.b{i}\", type = \"bool\", count = 16, writable = true }]\n",
+			toml: "[[modbus.server]]\nlisten = \":5502\"\nallow_remote_writes = true\nregisters = [{ register = \"coil:0\", tag = \"x.b{i}\", type = \"bool\", count = 16, writable = true }]\n",
 			check: func(t *testing.T, c *Config) {
+				if !c.Modbus.Servers[0].AllowRemoteWrites {
+					t.Error("allow_remote_writes = true not read")
+				}
 				if got, want := c.Modbus.Servers[0].Registers[0], (ModbusRegisterSpec{Register: "coil:0", Tag: "x.b{i}", Type: "bool", Order: "ABCD", Count: 16, Scale: 1, Writable: true}); got != want {
 					t.Errorf("register = %+v, want %+v", got, want)
 				}
@@ -227,6 +230,10 @@ func TestParseBad(t *testing.T) {
 		{"server bad listen", "[[modbus.server]]\nlisten = \"\"\n", "modbus.server[0].listen", "empty"},
 		{"server duplicate listen", "[[modbus.server]]\nlisten = \":502\"\n[[modbus.server]]\nlisten = \":502\"\n", "modbus.server[1].listen", "already used"},
 		{"server unit", "[[modbus.server]]\nlisten = \":502\"\nunit = 248\n", "modbus.server[0].unit", "0..247"},
+		{"server remote writes", "[[modbus.server]]\nlisten = \":5502\"\nregisters = [\n" + `{ register = "holding:0", tag = "x", type = "int16" },
+{ register = "coil:0", tag = "y", type = "bool", writable = true }` + "\n]\n", "modbus.server[0].allow_remote_writes", `":5502" (all interfaces) is reachable from other machines and modbus.server[0].registers[1] is writable`},
+		{"server remote writes on an address", "[[modbus.server]]\nlisten = \"192.168.1.5:502\"\nallow_remote_writes = false\nregisters = [\n" + `{ register = "holding:0", tag = "x", type = "int16", writable = true }` + "\n]\n", "modbus.server[0].allow_remote_writes", `could write tag "x"`},
+		{"server remote writes by name", "[[modbus.server]]\nlisten = \"plc.example.com:502\"\nregisters = [\n" + `{ register = "holding:0", tag = "x", type = "int16", writable = true }` + "\n]\n", "modbus.server[0].allow_remote_writes", "allow_remote_writes = true"},
 		{"server writable input", server(`{ register = "input:0", tag = "x", type = "int16", writable = true }`), "modbus.server[0].registers[0].writable", "read-only"},
 		{"server overlap", server(`{ register = "holding:0", tag = "x{i}", type = "uint16", count = 10 },
 { register = "holding:8", tag = "y", type = "float32" }`), "modbus.server[0].registers[1].register", "overlaps modbus.server[0].registers[0]"},
@@ -311,5 +318,24 @@ func TestDurationText(t *testing.T) {
 	}
 	if err := d.UnmarshalText([]byte("soon")); err == nil {
 		t.Error("UnmarshalText(soon) succeeded")
+	}
+}
+
+// TestRemoteWritesAllowed lists the Modbus servers the exposure check lets
+// through: loopback listeners, read-only registers, or an explicit
+// allow_remote_writes.
+func TestRemoteWritesAllowed(t *testing.T) {
+	const writable = `registers = [{ register = "holding:0", tag = "x", type = "int16", writable = true }]` + "\n"
+	for _, toml := range []string{
+		"[[modbus.server]]\nlisten = \"127.0.0.1:502\"\n" + writable,
+		"[[modbus.server]]\nlisten = \"127.5.5.5:502\"\n" + writable,
+		"[[modbus.server]]\nlisten = \"[::1]:502\"\n" + writable,
+		"[[modbus.server]]\nlisten = \"localhost:502\"\n" + writable,
+		"[[modbus.server]]\nlisten = \":502\"\nregisters = [{ register = \"holding:0\", tag = \"x\", type = \"int16\" }]\n",
+		"[[modbus.server]]\nlisten = \"0.0.0.0:502\"\nallow_remote_writes = true\n" + writable,
+	} {
+		if _, err := Parse([]byte(toml)); err != nil {
+			t.Errorf("Parse(%q) = %v, want no error", toml, err)
+		}
 	}
 }

@@ -77,6 +77,12 @@ type ModbusServer struct {
 	// Unit is the unit id answered, 1..247; 0 (default) answers every
 	// unit id.
 	Unit int `toml:"unit"`
+	// AllowRemoteWrites lets a server whose Listen address other machines
+	// can reach (anything but loopback) have writable registers. Modbus has
+	// no authentication: every client that reaches the port can write
+	// those tags, so such a config is refused unless this says so. Default
+	// false.
+	AllowRemoteWrites bool `toml:"allow_remote_writes"`
 	// Registers map register ranges to tags, as written in the file;
 	// ExpandedRegisters gives them typed and with count expanded.
 	Registers []ModbusRegisterSpec `toml:"registers"`

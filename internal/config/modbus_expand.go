@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/pith-historian/pith/internal/acq/modbus"
 )
 
 // indexPlaceholder is replaced by the element index when an entry with
@@ -23,12 +25,12 @@ type ModbusTag struct {
 	// Name is the tag name, "{i}" replaced.
 	Name string
 	// Area and Address locate the value's first register or bit.
-	Area    Area
+	Area    modbus.Area
 	Address uint16
-	// Type is the value's type; WidthRegisters(Type) addresses are read.
-	Type Type
+	// Type is the value's type; Type.Registers() addresses are read.
+	Type modbus.Type
 	// Order is the byte order of the value's registers.
-	Order Order
+	Order modbus.Order
 	// Scale and Offset convert the raw value: value = raw*Scale + Offset.
 	Scale  float64
 	Offset float64
@@ -52,11 +54,11 @@ type ModbusRegister struct {
 	// Tag is the tag published, "{i}" replaced.
 	Tag string
 	// Area and Address locate the value's first register or bit.
-	Area    Area
+	Area    modbus.Area
 	Address uint16
 	// Type and Order are the register encoding of the value.
-	Type  Type
-	Order Order
+	Type  modbus.Type
+	Order modbus.Order
 	// Scale and Offset convert the tag's value: raw = (value-Offset)/Scale.
 	Scale  float64
 	Offset float64
@@ -87,11 +89,14 @@ func (s *ModbusServer) ExpandedRegisters() ([]ModbusRegister, error) {
 
 // entry is what tag and register entries share once parsed.
 type entry struct {
-	area  Area
+	area  modbus.Area
 	addr  uint16
-	typ   Type
-	order Order
+	typ   modbus.Type
+	order modbus.Order
 	width int
+	// areaOK is set when the register key parsed, even if other keys of
+	// the entry did not.
+	areaOK bool
 }
 
 // parseEntry checks and parses the fields tag and register entries share;
@@ -101,25 +106,32 @@ func parseEntry(errs *[]error, path, register, typ, order string, count int, sca
 	fail := func(key, format string, args ...any) {
 		*errs = append(*errs, keyErrorf(path+"."+key, format, args...))
 	}
+	// The zero values of the modbus enums are valid values, so each parse
+	// keeps its own flag for the checks that combine fields.
 	var err error
+	areaOK, typeOK, orderOK := true, true, true
 	if e.area, e.addr, err = parseRegister(register); err != nil {
 		fail("register", "%v", err)
+		areaOK = false
 	}
+	e.areaOK = areaOK
 	if e.typ, err = parseType(typ); err != nil {
 		fail("type", "%v", err)
+		typeOK = false
 	}
 	if e.order, err = parseOrder(order); err != nil {
 		fail("order", "%v", err)
+		orderOK = false
 	}
-	if e.area != 0 && e.typ != 0 && e.area.IsBit() != (e.typ == TypeBool) {
-		if e.typ == TypeBool {
+	if areaOK && typeOK && e.area.IsBit() != (e.typ == modbus.Bool) {
+		if e.typ == modbus.Bool {
 			fail("type", "bool needs a coil or discrete register, not %s", e.area)
 		} else {
 			fail("type", "%s registers hold bool, not %s", e.area, e.typ)
 		}
 	}
-	if e.typ == TypeBool {
-		if e.order != 0 && e.order != OrderABCD {
+	if typeOK && e.typ == modbus.Bool {
+		if orderOK && e.order != modbus.ABCD {
 			fail("order", "does not apply to bool")
 		}
 		if scale != 1 {
@@ -143,8 +155,8 @@ func parseEntry(errs *[]error, path, register, typ, order string, count int, sca
 		// Checked first so that count*width below cannot overflow.
 		fail("count", "%d is more values than the 65536 addresses of an area", count)
 	}
-	e.width = WidthRegisters(e.typ)
-	if e.area != 0 && e.width > 0 && count >= 1 && count <= maxAddressEnd {
+	e.width = int(e.typ.Registers())
+	if areaOK && typeOK && count >= 1 && count <= maxAddressEnd {
 		if end := int(e.addr) + count*e.width; end > maxAddressEnd {
 			key := "register"
 			if count > 1 {
@@ -154,6 +166,17 @@ func parseEntry(errs *[]error, path, register, typ, order string, count int, sca
 		}
 	}
 	return e, len(*errs) == n
+}
+
+// areaRank orders the areas as the file format lists them (holding, input,
+// coil, discrete), the order ExpandedRegisters sorts by.
+func areaRank(a modbus.Area) int {
+	for i, v := range areas {
+		if v == a {
+			return i
+		}
+	}
+	return len(areas)
 }
 
 // expandName returns name with "{i}" replaced by each index 0..count-1,
@@ -228,7 +251,7 @@ func (c *ModbusClient) expandTags(prefix string) ([]ModbusTag, []error) {
 			ok = false
 		}
 		switch {
-		case archive == ArchiveDeadband && e.typ == TypeBool:
+		case archive == ArchiveDeadband && e.typ == modbus.Bool:
 			errs = append(errs, keyErrorf(path+".archive", "deadband does not apply to bool"))
 			ok = false
 		case archive == ArchiveDeadband && !(spec.Deadband > 0 && !math.IsInf(spec.Deadband, 0)):
@@ -272,7 +295,7 @@ func (s *ModbusServer) expandRegisters(prefix string) ([]ModbusRegister, []error
 	for j, spec := range s.Registers {
 		path := prefix + "[" + strconv.Itoa(j) + "]"
 		e, ok := parseEntry(&errs, path, spec.Register, spec.Type, spec.Order, spec.Count, spec.Scale, spec.Offset)
-		if spec.Writable && e.area != 0 && !e.area.Writable() {
+		if spec.Writable && e.areaOK && !e.area.Writable() {
 			errs = append(errs, keyErrorf(path+".writable", "%s registers are read-only in Modbus", e.area))
 			ok = false
 		}
@@ -296,8 +319,8 @@ func (s *ModbusServer) expandRegisters(prefix string) ([]ModbusRegister, []error
 		}
 	}
 	sort.SliceStable(regs, func(a, b int) bool {
-		if regs[a].Area != regs[b].Area {
-			return regs[a].Area < regs[b].Area
+		if ra, rb := areaRank(regs[a].Area), areaRank(regs[b].Area); ra != rb {
+			return ra < rb
 		}
 		return regs[a].Address < regs[b].Address
 	})
@@ -324,7 +347,7 @@ func (s *ModbusServer) expandRegisters(prefix string) ([]ModbusRegister, []error
 					prefix, early.Entry, early.Area, early.Address, early.Type))
 			}
 		}
-		if end := int(cur.Address) + WidthRegisters(cur.Type); end > reach {
+		if end := int(cur.Address) + int(cur.Type.Registers()); end > reach {
 			reach, widest = end, k
 		}
 	}

@@ -1,21 +1,51 @@
 package config
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pith-historian/pith/internal/acq/modbus"
 )
 
-func TestWidthRegisters(t *testing.T) {
-	want := map[Type]int{
-		TypeInt16: 1, TypeUint16: 1, TypeInt32: 2, TypeUint32: 2, TypeFloat32: 2,
-		TypeInt64: 4, TypeUint64: 4, TypeFloat64: 4, TypeBool: 1, 0: 0, 99: 0,
-	}
-	for typ, w := range want {
-		if got := WidthRegisters(typ); got != w {
-			t.Errorf("WidthRegisters(%s) = %d, want %d", typ, got, w)
+// TestModbusNames checks that the words the file accepts for types and
+// orders parse to the modbus values of that name, exactly as written.
+func TestModbusNames(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		got  func(string) (fmt.Stringer, error)
+		want fmt.Stringer
+	}{
+		{"int16", asStringer(parseType), modbus.Int16},
+		{"uint16", asStringer(parseType), modbus.Uint16},
+		{"int32", asStringer(parseType), modbus.Int32},
+		{"uint32", asStringer(parseType), modbus.Uint32},
+		{"int64", asStringer(parseType), modbus.Int64},
+		{"uint64", asStringer(parseType), modbus.Uint64},
+		{"float32", asStringer(parseType), modbus.Float32},
+		{"float64", asStringer(parseType), modbus.Float64},
+		{"bool", asStringer(parseType), modbus.Bool},
+		{"Float32", asStringer(parseType), nil},
+		{"", asStringer(parseType), nil},
+		{"ABCD", asStringer(parseOrder), modbus.ABCD},
+		{"CDAB", asStringer(parseOrder), modbus.CDAB},
+		{"BADC", asStringer(parseOrder), modbus.BADC},
+		{"DCBA", asStringer(parseOrder), modbus.DCBA},
+		{"cdab", asStringer(parseOrder), nil},
+	} {
+		got, err := tt.got(tt.in)
+		switch {
+		case tt.want == nil && err == nil:
+			t.Errorf("parse %q = %v, want an error", tt.in, got)
+		case tt.want != nil && (err != nil || got != tt.want):
+			t.Errorf("parse %q = %v, %v, want %v", tt.in, got, err, tt.want)
 		}
 	}
+}
+
+func asStringer[T fmt.Stringer](f func(string) (T, error)) func(string) (fmt.Stringer, error) {
+	return func(s string) (fmt.Stringer, error) { return f(s) }
 }
 
 func TestExpandedTags(t *testing.T) {
@@ -70,8 +100,8 @@ func TestExpandedTagsFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []ModbusTag{
-		{Name: "p.run", Area: AreaCoil, Address: 1, Type: TypeBool, Order: OrderABCD, Scale: 1, Archive: ArchiveChange},
-		{Name: "p.level", Area: AreaInput, Address: 3, Type: TypeInt16, Order: OrderBADC, Scale: 0.01, Offset: -5,
+		{Name: "p.run", Area: modbus.Coils, Address: 1, Type: modbus.Bool, Order: modbus.ABCD, Scale: 1, Archive: ArchiveChange},
+		{Name: "p.level", Area: modbus.InputRegisters, Address: 3, Type: modbus.Int16, Order: modbus.BADC, Scale: 0.01, Offset: -5,
 			Unit: "m", Description: "Level", Archive: ArchiveDeadband, Deadband: 0.5, Entry: 1},
 	}
 	if !slices.Equal(tags, want) {
@@ -99,11 +129,11 @@ func TestExpandedRegisters(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []ModbusRegister{
-		{Tag: "plc1.r0", Area: AreaHolding, Address: 0, Type: TypeUint16, Order: OrderABCD, Scale: 10, Offset: 1, Entry: 2},
-		{Tag: "plc1.r1", Area: AreaHolding, Address: 1, Type: TypeUint16, Order: OrderABCD, Scale: 10, Offset: 1, Entry: 2, Index: 1},
-		{Tag: "plant.sp", Area: AreaHolding, Address: 500, Type: TypeFloat32, Order: OrderCDAB, Scale: 1, Writable: true},
-		{Tag: "plant.b0", Area: AreaCoil, Address: 0, Type: TypeBool, Order: OrderABCD, Scale: 1, Entry: 1},
-		{Tag: "plant.b1", Area: AreaCoil, Address: 1, Type: TypeBool, Order: OrderABCD, Scale: 1, Entry: 1, Index: 1},
+		{Tag: "plc1.r0", Area: modbus.HoldingRegisters, Address: 0, Type: modbus.Uint16, Order: modbus.ABCD, Scale: 10, Offset: 1, Entry: 2},
+		{Tag: "plc1.r1", Area: modbus.HoldingRegisters, Address: 1, Type: modbus.Uint16, Order: modbus.ABCD, Scale: 10, Offset: 1, Entry: 2, Index: 1},
+		{Tag: "plant.sp", Area: modbus.HoldingRegisters, Address: 500, Type: modbus.Float32, Order: modbus.CDAB, Scale: 1, Writable: true},
+		{Tag: "plant.b0", Area: modbus.Coils, Address: 0, Type: modbus.Bool, Order: modbus.ABCD, Scale: 1, Entry: 1},
+		{Tag: "plant.b1", Area: modbus.Coils, Address: 1, Type: modbus.Bool, Order: modbus.ABCD, Scale: 1, Entry: 1, Index: 1},
 	}
 	if !slices.Equal(regs, want) {
 		t.Errorf("ExpandedRegisters =\n%+v\nwant\n%+v", regs, want)
@@ -122,14 +152,14 @@ func TestExpandedRegistersSameAddressOtherArea(t *testing.T) {
 func TestParseRegister(t *testing.T) {
 	tests := []struct {
 		in   string
-		area Area
+		area modbus.Area
 		addr uint16
 		ok   bool
 	}{
-		{"holding:0", AreaHolding, 0, true},
-		{"input:65535", AreaInput, 65535, true},
-		{"coil:5", AreaCoil, 5, true},
-		{"discrete:17", AreaDiscrete, 17, true},
+		{"holding:0", modbus.HoldingRegisters, 0, true},
+		{"input:65535", modbus.InputRegisters, 65535, true},
+		{"coil:5", modbus.Coils, 5, true},
+		{"discrete:17", modbus.DiscreteInputs, 17, true},
 		{"discrete:-1", 0, 0, false},
 		{"holding:0x10", 0, 0, false},
 		{"Holding:1", 0, 0, false},
@@ -191,9 +221,6 @@ func TestParseModbusURL(t *testing.T) {
 
 func TestEnumStrings(t *testing.T) {
 	for _, tt := range []struct{ got, want string }{
-		{AreaHolding.String(), "holding"}, {AreaDiscrete.String(), "discrete"}, {Area(0).String(), "Area(0)"},
-		{TypeFloat64.String(), "float64"}, {TypeBool.String(), "bool"}, {Type(42).String(), "Type(42)"},
-		{OrderCDAB.String(), "CDAB"}, {Order(9).String(), "Order(9)"},
 		{ArchiveDeadband.String(), "deadband"}, {Archive(0).String(), "Archive(0)"},
 	} {
 		if tt.got != tt.want {

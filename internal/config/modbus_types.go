@@ -4,106 +4,32 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/pith-historian/pith/internal/acq/modbus"
 )
 
-// Area is a Modbus data area. The zero value is not a valid area.
-type Area uint8
+// The Modbus data area, value type and byte order of tags and registers are
+// the modbus package's own Area, Type and Order: the configuration names
+// them with the words their String methods return, so a parsed entry reaches
+// the station and the server as is.
 
-// The four Modbus data areas.
-const (
-	AreaHolding  Area = iota + 1 // holding registers (read/write, 16 bits)
-	AreaInput                    // input registers (read-only, 16 bits)
-	AreaCoil                     // coils (read/write, 1 bit)
-	AreaDiscrete                 // discrete inputs (read-only, 1 bit)
+// areas, types and orders list the valid values in the order the error
+// messages name them.
+var (
+	areas  = [...]modbus.Area{modbus.HoldingRegisters, modbus.InputRegisters, modbus.Coils, modbus.DiscreteInputs}
+	types  = [...]modbus.Type{modbus.Int16, modbus.Uint16, modbus.Int32, modbus.Uint32, modbus.Int64, modbus.Uint64, modbus.Float32, modbus.Float64, modbus.Bool}
+	orders = [...]modbus.Order{modbus.ABCD, modbus.CDAB, modbus.BADC, modbus.DCBA}
 )
 
-var areaNames = [...]string{AreaHolding: "holding", AreaInput: "input", AreaCoil: "coil", AreaDiscrete: "discrete"}
-
-// String returns the area's name as written in the file.
-func (a Area) String() string {
-	if a == 0 || int(a) >= len(areaNames) {
-		return "Area(" + strconv.Itoa(int(a)) + ")"
+// lookupName returns the value in vals whose name is exactly s.
+func lookupName[T fmt.Stringer](vals []T, s string) (T, bool) {
+	for _, v := range vals {
+		if v.String() == s {
+			return v, true
+		}
 	}
-	return areaNames[a]
-}
-
-// IsBit reports whether the area holds bits (coils, discrete inputs) rather
-// than 16-bit registers.
-func (a Area) IsBit() bool { return a == AreaCoil || a == AreaDiscrete }
-
-// Writable reports whether Modbus lets a client write the area.
-func (a Area) Writable() bool { return a == AreaHolding || a == AreaCoil }
-
-// Type is the type of a Modbus value. The zero value is not a valid type.
-type Type uint8
-
-// The value types.
-const (
-	TypeInt16 Type = iota + 1
-	TypeUint16
-	TypeInt32
-	TypeUint32
-	TypeInt64
-	TypeUint64
-	TypeFloat32
-	TypeFloat64
-	TypeBool
-)
-
-var typeNames = [...]string{
-	TypeInt16: "int16", TypeUint16: "uint16", TypeInt32: "int32", TypeUint32: "uint32",
-	TypeInt64: "int64", TypeUint64: "uint64", TypeFloat32: "float32", TypeFloat64: "float64",
-	TypeBool: "bool",
-}
-
-// String returns the type's name as written in the file.
-func (t Type) String() string {
-	if t == 0 || int(t) >= len(typeNames) {
-		return "Type(" + strconv.Itoa(int(t)) + ")"
-	}
-	return typeNames[t]
-}
-
-// WidthRegisters returns how many consecutive addresses one value of type t
-// takes: 16-bit registers for the numeric types (1, 2 or 4), one bit for
-// bool. It returns 0 for an invalid type.
-func WidthRegisters(t Type) int {
-	switch t {
-	case TypeInt16, TypeUint16, TypeBool:
-		return 1
-	case TypeInt32, TypeUint32, TypeFloat32:
-		return 2
-	case TypeInt64, TypeUint64, TypeFloat64:
-		return 4
-	}
-	return 0
-}
-
-// Order is the byte order of a value spread over registers, naming the
-// bytes of a 32-bit value from most (A) to least (D) significant in the order
-// they arrive. For 64-bit values each pattern extends naturally: ABCD is
-// ABCDEFGH (big-endian), CDAB is GHEFCDAB (registers reversed), BADC is
-// BADCFEHG (bytes swapped in each register), DCBA is HGFEDCBA
-// (little-endian). For 16-bit values ABCD and CDAB are big-endian, BADC and
-// DCBA byte-swapped. The zero value is not a valid order.
-type Order uint8
-
-// The byte orders.
-const (
-	OrderABCD Order = iota + 1 // big-endian, the Modbus convention
-	OrderCDAB                  // registers swapped
-	OrderBADC                  // bytes swapped within each register
-	OrderDCBA                  // little-endian
-)
-
-var orderNames = [...]string{OrderABCD: "ABCD", OrderCDAB: "CDAB", OrderBADC: "BADC", OrderDCBA: "DCBA"}
-
-// String returns the order's name as written in the file.
-func (o Order) String() string {
-	if o == 0 || int(o) >= len(orderNames) {
-		return "Order(" + strconv.Itoa(int(o)) + ")"
-	}
-	return orderNames[o]
+	var zero T
+	return zero, false
 }
 
 // Archive says which values of a tag are archived. The zero value is not a
@@ -139,7 +65,7 @@ func lookup(names []string, s string) int {
 
 // ParseRegister parses "AREA:ADDRESS", AREA one of holding, input, coil,
 // discrete and ADDRESS the zero-based PDU address 0..65535 in decimal.
-func ParseRegister(s string) (Area, uint16, error) {
+func ParseRegister(s string) (modbus.Area, uint16, error) {
 	area, addr, err := parseRegister(s)
 	if err != nil {
 		return 0, 0, fmt.Errorf("parse register %q: %w", s, err)
@@ -149,13 +75,13 @@ func ParseRegister(s string) (Area, uint16, error) {
 
 // parseRegister is ParseRegister with errors that do not repeat the input,
 // for messages that already name the key.
-func parseRegister(s string) (Area, uint16, error) {
+func parseRegister(s string) (modbus.Area, uint16, error) {
 	name, addr, ok := strings.Cut(s, ":")
 	if !ok {
 		return 0, 0, fmt.Errorf("want AREA:ADDRESS such as \"holding:0\", got %q", s)
 	}
-	area := Area(lookup(areaNames[:], name))
-	if area == 0 {
+	area, ok := lookupName(areas[:], name)
+	if !ok {
 		return 0, 0, fmt.Errorf("unknown area %q (want holding, input, coil or discrete)", name)
 	}
 	n, err := strconv.ParseUint(addr, 10, 16)
@@ -166,16 +92,16 @@ func parseRegister(s string) (Area, uint16, error) {
 }
 
 // parseType parses a type name.
-func parseType(s string) (Type, error) {
-	if t := Type(lookup(typeNames[:], s)); t != 0 {
+func parseType(s string) (modbus.Type, error) {
+	if t, ok := lookupName(types[:], s); ok {
 		return t, nil
 	}
 	return 0, fmt.Errorf("unknown type %q (want int16, uint16, int32, uint32, int64, uint64, float32, float64 or bool)", s)
 }
 
 // parseOrder parses a byte order name.
-func parseOrder(s string) (Order, error) {
-	if o := Order(lookup(orderNames[:], s)); o != 0 {
+func parseOrder(s string) (modbus.Order, error) {
+	if o, ok := lookupName(orders[:], s); ok {
 		return o, nil
 	}
 	return 0, fmt.Errorf("unknown order %q (want ABCD, CDAB, BADC or DCBA)", s)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pith-historian/pith/internal/netaddr"
 )
 
 // Validate checks every value and the relations between them (unique
@@ -170,20 +172,49 @@ func (m *Modbus) validate() []error {
 	for i := range m.Servers {
 		s := &m.Servers[i]
 		path := "modbus.server[" + strconv.Itoa(i) + "]"
+		listenOK := false
 		if err := checkListen(s.Listen); err != nil {
 			add(path+".listen", "%v", err)
 		} else if first, dup := listens[s.Listen]; dup {
 			add(path+".listen", "address %q already used by %s", s.Listen, first)
 		} else {
 			listens[s.Listen] = path
+			listenOK = true
 		}
 		if s.Unit < 0 || s.Unit > 247 {
 			add(path+".unit", "must be 0..247 (0 answers every unit id), got %d", s.Unit)
 		}
 		_, regErrs := s.expandRegisters(path + ".registers")
 		errs = append(errs, regErrs...)
+		if listenOK && !s.AllowRemoteWrites {
+			checkRemoteWrites(add, path, s)
+		}
 	}
 	return errs
+}
+
+// checkRemoteWrites refuses a server that other machines can reach with
+// writable registers: Modbus has no authentication, so anyone on the
+// network could write those tags. The HTTP server refuses the same
+// exposure without API keys. path is the server's key path.
+func checkRemoteWrites(add func(key, format string, args ...any), path string, s *ModbusServer) {
+	host, _, _ := net.SplitHostPort(s.Listen) // checkListen accepted it
+	if netaddr.IsLoopback(host) {
+		return
+	}
+	for j, r := range s.Registers {
+		if !r.Writable {
+			continue
+		}
+		shown := host
+		if shown == "" {
+			shown = "all interfaces"
+		}
+		add(path+".allow_remote_writes", "listen = %q (%s) is reachable from other machines and %s.registers[%d] is writable, "+
+			"so any Modbus client there could write tag %q: listen on 127.0.0.1, make the registers read-only, "+
+			"or set allow_remote_writes = true to allow it", s.Listen, shown, path, j, r.Tag)
+		return
+	}
 }
 
 // checkSegment accepts names that fit in one segment of a tag path, such as

@@ -1,7 +1,8 @@
 // Package diag is Pith's self-diagnostics: the system tags (pith.sys.*)
 // built from every part's counters, the /metrics, /-/healthy and /-/ready
-// endpoints, the FREEZE command, the scheduling-latency probe and the
-// `pith bench` experiments.
+// endpoints and the FREEZE command: what runs inside `pith serve`. The
+// `pith bench` harness, which measures Pith from outside, is in
+// internal/bench (docs/diag.md says which package holds what).
 //
 // The Collector reads its sources on two clocks: every FastInterval (1 s)
 // the figures that move quickly and matter during a FREEZE (the archive

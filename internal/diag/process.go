@@ -29,8 +29,10 @@ type procReader struct {
 	hasLast bool
 }
 
-// cpuTime returns the process's user + system CPU time (getrusage).
-func cpuTime() time.Duration {
+// CPUTime returns the process's user + system CPU time (getrusage). The
+// collector reads it for pith.sys.process.cpu_percent; internal/bench
+// reads it around a measured window.
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
@@ -65,7 +67,7 @@ func (p *procReader) rssBytes() int64 {
 func (p *procReader) read() procSample {
 	runtime.ReadMemStats(&p.ms)
 	s := procSample{
-		cpu:        cpuTime(),
+		cpu:        CPUTime(),
 		rss:        p.rssBytes(),
 		goroutines: runtime.NumGoroutine(),
 		heap:       int64(p.ms.HeapAlloc),

@@ -22,6 +22,7 @@ import (
 	"github.com/pith-historian/pith/internal/jsonenc"
 	"github.com/pith-historian/pith/internal/store/vfs"
 	"github.com/pith-historian/pith/internal/store/wal"
+	"github.com/pith-historian/pith/internal/walcursor"
 )
 
 // cursor is how far the sink has durably delivered: every WAL record at or
@@ -32,7 +33,7 @@ type cursor struct {
 	Seq   uint64
 }
 
-const cursorName = "cursor" // in the collector directory; see docs/format/events.md
+const cursorName = "cursor" // in the collector directory; see docs/format/cursor.md
 
 // fileSink writes WAL records into gzip-compressed NDJSON files under
 // <dir>/events/YYYY/MM/DD/HHMMSS-<seq>.ndjson.gz. A file is written under
@@ -362,55 +363,18 @@ func mkdirDurable(fsys vfs.FS, dir string) error {
 
 // readCursor reads the cursor file; a missing file is the zero cursor.
 func readCursor(fsys vfs.FS, path string) (cursor, error) {
-	f, err := vfs.Open(fsys, path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return cursor{}, nil
-	}
+	c, ok, err := walcursor.Read(fsys, path)
 	if err != nil {
-		return cursor{}, fmt.Errorf("open events cursor: %w", err)
+		return cursor{}, fmt.Errorf("read events cursor: %w", err)
 	}
-	defer f.Close()
-	b := make([]byte, 128)
-	n, _ := f.ReadAt(b, 0)
-	var c cursor
-	fields := strings.Fields(string(b[:n]))
-	if len(fields) != 4 || fields[0] != "v1" {
-		return cursor{}, fmt.Errorf("read events cursor %s: bad content %q", path, b[:n])
-	}
-	seg, err1 := strconv.ParseUint(fields[1], 10, 32)
-	off, err2 := strconv.ParseInt(fields[2], 10, 64)
-	seq, err3 := strconv.ParseUint(fields[3], 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return cursor{}, fmt.Errorf("read events cursor %s: %w", path, err)
-	}
-	c.Valid, c.Pos, c.Seq = true, wal.Pos{Segment: uint32(seg), Offset: off}, seq
-	return c, nil
+	return cursor{Valid: ok, Pos: c.Pos, Seq: c.Seq}, nil
 }
 
-// writeCursor replaces the cursor file atomically: tmp, fsync, rename,
-// fsync dir. The file is rewritten whole, so a crash leaves the old or
-// the new cursor, never a mix.
+// writeCursor replaces the cursor file atomically: a crash leaves the old
+// or the new cursor, never a mix.
 func writeCursor(fsys vfs.FS, dir string, c cursor) error {
-	tmp := filepath.Join(dir, cursorName+".tmp")
-	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("create events cursor: %w", err)
-	}
-	_, err = fmt.Fprintf(f, "v1 %d %d %d\n", c.Pos.Segment, c.Pos.Offset, c.Seq)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := walcursor.Write(fsys, filepath.Join(dir, cursorName), walcursor.Cursor{Pos: c.Pos, Seq: c.Seq}); err != nil {
 		return fmt.Errorf("write events cursor: %w", err)
-	}
-	if err := fsys.Rename(tmp, filepath.Join(dir, cursorName)); err != nil {
-		return fmt.Errorf("move events cursor into place: %w", err)
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("sync events dir: %w", err)
 	}
 	return nil
 }

@@ -1,17 +1,23 @@
 package forward
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/crc32c"
 	"github.com/pith-historian/pith/internal/model"
+	"github.com/pith-historian/pith/internal/walcursor"
 )
 
 // fakeSink records what it receives and fails on demand.
@@ -308,5 +314,57 @@ func TestQueuePoison(t *testing.T) {
 	_, sent := s.got()
 	if !slices.Equal(sent, points(10, 90)) {
 		t.Errorf("sent points are not 10..99")
+	}
+}
+
+// TestQueueReadsLegacyCursor opens a queue directory whose cursor was
+// written by the release before the shared cursor format ("PFC1", see
+// docs/format/cursor.md): the queue resumes after that position, and the
+// next save writes the current format.
+func TestQueueReadsLegacyCursor(t *testing.T) {
+	dir := t.TempDir()
+	s := &fakeSink{}
+	q := openQueue(t, dir, testOptions(), s)
+	enqueue(t, q, 0, 300, 30)
+	waitUntil(t, "all points sent", func() bool { return q.Stats().Sent == 300 })
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Put the cursor back to the fifth batch, as the earlier release wrote it.
+	ids, _ := s.got()
+	parts := strings.Split(ids[4], "-") // <site>-<segment>-<offset>
+	seg, err1 := strconv.ParseUint(parts[len(parts)-2], 10, 32)
+	off, err2 := strconv.ParseUint(parts[len(parts)-1], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatalf("parse batch id %q: %v", ids[4], err)
+	}
+	legacy := []byte("PFC1")
+	legacy = binary.LittleEndian.AppendUint32(legacy, uint32(seg))
+	legacy = binary.LittleEndian.AppendUint64(legacy, off)
+	legacy = binary.LittleEndian.AppendUint32(legacy, crc32c.Checksum(legacy))
+	path := filepath.Join(dir, cursorFile)
+	if err := os.WriteFile(path, legacy, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q = openQueue(t, dir, testOptions(), s)
+	if got := q.Stats().Backlog; got != 150 && got != 120 { // the sender may have started
+		t.Errorf("backlog after reopen with a legacy cursor = %d, want 150", got)
+	}
+	waitUntil(t, "resend after the legacy cursor", func() bool { return q.Stats().Backlog == 0 })
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := s.got(); len(ids) != 15 || !slices.Equal(ids[10:], ids[5:10]) {
+		t.Errorf("sent ids %v, want the last five batches again", ids)
+	}
+	if b, err := os.ReadFile(path); err != nil || !bytes.HasPrefix(b, []byte("PWC1")) {
+		t.Errorf("cursor after a save = %q, %v, want the current format", b, err)
+	}
+	// A damaged cursor stops Open with an error naming the file.
+	if err := os.WriteFile(path, legacy[:10], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, testOptions(), s, nil); !errors.Is(err, walcursor.ErrCorrupt) || !strings.Contains(err.Error(), path) {
+		t.Errorf("Open with a damaged cursor: %v, want ErrCorrupt naming %s", err, path)
 	}
 }

@@ -1,28 +1,23 @@
 package forward
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/pith-historian/pith/internal/atomicfile"
+	"github.com/pith-historian/pith/internal/store/vfs"
 	"github.com/pith-historian/pith/internal/store/wal"
+	"github.com/pith-historian/pith/internal/walcursor"
 )
 
-// Cursor file constants. See docs/format/forward.md.
+// Queue directory entries. See docs/format/forward.md.
 const (
-	cursorFile  = "cursor"
-	cursorMagic = "PFC1"
-	cursorSize  = 4 + 4 + 8 + 4 // magic, segment, offset, CRC-32C
-	poisonDir   = "poison"
+	cursorFile = "cursor" // docs/format/cursor.md
+	poisonDir  = "poison"
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // errStop ends a read-ahead Replay early.
 var errStop = errors.New("stop replay")
@@ -224,12 +219,7 @@ func (q *Queue) saveCursor(force bool) error {
 	if cur == q.saved || (!force && time.Since(q.savedTime) < q.opts.CursorInterval) {
 		return nil
 	}
-	b := make([]byte, 0, cursorSize)
-	b = append(b, cursorMagic...)
-	b = binary.LittleEndian.AppendUint32(b, cur.Segment)
-	b = binary.LittleEndian.AppendUint64(b, uint64(cur.Offset))
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-	if err := atomicfile.Write(filepath.Join(q.dir, cursorFile), b, 0o644); err != nil {
+	if err := walcursor.Write(vfs.OS{}, filepath.Join(q.dir, cursorFile), walcursor.Cursor{Pos: cur}); err != nil {
 		return fmt.Errorf("write forward cursor: %w", err)
 	}
 	q.saved, q.savedTime = cur, time.Now()
@@ -240,25 +230,16 @@ func (q *Queue) saveCursor(force bool) error {
 	return nil
 }
 
-// readCursor reads the cursor file; a missing file is the zero cursor.
+// readCursor reads the cursor file; a missing file is the zero cursor. A
+// damaged one is an error: it was written atomically, so something else
+// damaged it, and failing keeps an operator from silently resending a whole
+// history.
 func readCursor(path string) (wal.Pos, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return wal.Pos{}, nil
-	}
+	c, _, err := walcursor.Read(vfs.OS{}, path)
 	if err != nil {
 		return wal.Pos{}, fmt.Errorf("read forward cursor: %w", err)
 	}
-	if len(b) != cursorSize || string(b[:4]) != cursorMagic ||
-		crc32.Checksum(b[:cursorSize-4], castagnoli) != binary.LittleEndian.Uint32(b[cursorSize-4:]) {
-		// Written atomically, so this is damage by something else. Failing
-		// keeps an operator from silently resending a whole history.
-		return wal.Pos{}, fmt.Errorf("read forward cursor %s: damaged file", path)
-	}
-	return wal.Pos{
-		Segment: binary.LittleEndian.Uint32(b[4:]),
-		Offset:  int64(binary.LittleEndian.Uint64(b[8:])),
-	}, nil
+	return c.Pos, nil
 }
 
 // abort stops the queue as a crash would: no cursor is written, and the

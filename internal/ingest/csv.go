@@ -1,5 +1,6 @@
-// Package ingest turns pushed data (CSV import, and later line protocol,
-// emoncms input and MQTT) into store points.
+// Package ingest turns pushed data (CSV import, InfluxDB line protocol,
+// emoncms input, Prometheus remote_write and MQTT) into store points,
+// named by one tag-name rule (docs/design/0002-tag-names.md).
 package ingest
 
 import (

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -218,13 +217,15 @@ func (h *Emoncms) params(st *emState, r *http.Request) (emParams, error) {
 	return p, nil
 }
 
-// parseSeconds reads an emoncms time: Unix seconds, maybe fractional.
+// parseSeconds reads an emoncms time: Unix seconds, maybe fractional, as
+// milliseconds.
 func parseSeconds(s string) (int64, bool) {
 	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || math.IsNaN(f) || math.Abs(f) > 9e15 {
+	if err != nil {
 		return 0, false
 	}
-	return int64(math.Round(f * 1000)), true
+	ms, err := millisFromSeconds(f)
+	return ms, err == nil
 }
 
 // post parses input/post.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -49,7 +48,10 @@ func (st *emState) bulk(p emParams, now time.Time) ([]model.Point, error) {
 		if !ok {
 			return nil, emError(fmt.Sprintf("Format error, item %d: time %s is not a number", i+1, item[0]))
 		}
-		t := ref + off
+		t, err := addMillis(ref, off)
+		if err != nil {
+			return nil, emError(fmt.Sprintf("Format error, item %d: %v", i+1, err))
+		}
 		node, err := bulkNode(item[1])
 		if err != nil {
 			return nil, emError(fmt.Sprintf("Format error, item %d: %v", i+1, err))
@@ -105,7 +107,11 @@ func bulkRef(p emParams, nowMs int64, lastT json.RawMessage) (int64, error) {
 			if !ok {
 				return 0, emError(fmt.Sprintf("Format error, %s %q is not a number", name, s))
 			}
-			return nowMs - v, nil
+			ref, err := addMillis(nowMs, -v)
+			if err != nil {
+				return 0, emError(fmt.Sprintf("Format error, %s %q: %v", name, s, err))
+			}
+			return ref, nil
 		}
 	}
 	if s, ok := p.get("time"); ok {
@@ -119,17 +125,22 @@ func bulkRef(p emParams, nowMs int64, lastT json.RawMessage) (int64, error) {
 	if !ok {
 		return 0, emError("Format error, last item in bulk data does not contain any data")
 	}
-	return nowMs - off, nil
+	ref, err := addMillis(nowMs, -off)
+	if err != nil {
+		return 0, emError(fmt.Sprintf("Format error, last item: %v", err))
+	}
+	return ref, nil
 }
 
 // bulkSeconds reads an item's time offset (a number or numeric string, in
 // seconds) as milliseconds.
 func bulkSeconds(raw json.RawMessage) (int64, bool) {
 	v, ok, err := jsonNumber(raw)
-	if err != nil || !ok || math.Abs(v) > 9e15 {
+	if err != nil || !ok {
 		return 0, false
 	}
-	return int64(math.Round(v * 1000)), true
+	ms, err := millisFromSeconds(v)
+	return ms, err == nil
 }
 
 // bulkNode reads an item's node: a number or a string.

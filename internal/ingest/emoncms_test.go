@@ -83,6 +83,12 @@ func TestEmoncms(t *testing.T) {
 			[]model.Point{{Tag: "16.1", T: now, V: 1}, {Tag: "19.1", T: now + 4000, V: 2}}},
 		{"bulk time", "GET", "/input/bulk?data=" + url.QueryEscape("[[-10,16,1],[-6,19,2,3]]") + "&time=1387730127", "", 200, "ok",
 			[]model.Point{{Tag: "16.1", T: 1387730117000, V: 1}, {Tag: "19.1", T: 1387730121000, V: 2}, {Tag: "19.2", T: 1387730121000, V: 3}}},
+		{"time out of range", "GET", "/input/post?node=1&csv=1&time=1e300", "", 200, `{"success": false, "message": "Format error, time '1e300' is not a number"}`, nil},
+		// Each offset alone is in range; their sum is not and must not wrap.
+		{"bulk time plus offset out of range", "GET", "/input/bulk?data=" + url.QueryEscape("[[9.2e15,16,1]]") + "&time=9.2e15", "", 200,
+			`{"success": false, "message": "Format error, item 1: timestamp 9200000000000000000 ms +9200000000000000000 ms out of range"}`, nil},
+		{"bulk sentat out of range", "GET", "/input/bulk?data=" + url.QueryEscape("[[0,16,1]]") + "&sentat=-9.223372e15", "", 200,
+			`{"success": false, "message": "Format error, sentat '-9.223372e15': timestamp 1700000100000 ms +9223372000000000000 ms out of range"}`, nil},
 		{"bulk invalid", "GET", "/input/bulk?data=[", "", 200, `{"success": false, "message": "Format error, json string supplied is not valid"}`, nil},
 		{"bulk node object", "GET", "/input/bulk?data=" + url.QueryEscape(`[[0,{"a":1},1]]`), "", 200, `{"success": false, "message": "Format error, item 1: node must not be an object"}`, nil},
 		{"unknown action", "GET", "/input/list", "", 404, "404 page not found\n", nil},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -125,6 +126,7 @@ var (
 	errTrailingBytes  = errors.New("unexpected bytes after timestamp")
 	errEmptyMeasure   = errors.New("empty measurement")
 	errBadTimestampLP = errors.New("bad timestamp (want an integer)")
+	errTooManyTags    = fmt.Errorf("more than %d tags on one line (MaxLineTags)", MaxLineTags)
 )
 
 // scanKey returns the index of the first unescaped byte of l at or after
@@ -166,6 +168,12 @@ func (rs *LPRows) parseLine(l []byte, line int) error {
 		}
 		if k1 == len(l) || l[k1] != '=' {
 			return errMissingEquals
+		}
+		if len(rs.tagsPool)-tagStart == MaxLineTags {
+			return errTooManyTags
+		}
+		if k1-k0 > MaxKeyLen {
+			return fmt.Errorf("tag key of %d bytes is longer than the limit of %d (MaxKeyLen)", k1-k0, MaxKeyLen)
 		}
 		v0 := k1 + 1
 		v1 := scanKey(l, v0, true)
@@ -272,15 +280,16 @@ func scanString(l []byte, i int) int {
 	return -1
 }
 
-// sortTags orders tags by key (insertion sort: tag sets are short and
-// usually sorted already, as Telegraf sends them).
+// sortTags orders tags by key, keeping the order of equal keys. Telegraf
+// sends tag sets sorted already, so the check comes first; MaxLineTags
+// bounds the sort.
 func sortTags(t []LPTag) {
-	for i := 1; i < len(t); i++ {
-		for j := i; j > 0 && bytes.Compare(t[j-1].Key, t[j].Key) > 0; j-- {
-			t[j-1], t[j] = t[j], t[j-1]
-		}
+	if !slices.IsSortedFunc(t, compareTags) {
+		slices.SortStableFunc(t, compareTags)
 	}
 }
+
+func compareTags(a, b LPTag) int { return bytes.Compare(a.Key, b.Key) }
 
 // parseInt parses a decimal int64 with an optional sign.
 func parseInt(b []byte) (int64, bool) {

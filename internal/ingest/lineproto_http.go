@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -86,41 +85,6 @@ func NewLineProtocol(sink Sink, opts LineProtocolOptions) *LineProtocol {
 	h := &LineProtocol{sink: sink, opts: opts}
 	h.free = make(chan *lpState, 2*runtime.GOMAXPROCS(0))
 	return h
-}
-
-// precisionScale returns how to turn a timestamp of the given precision
-// into milliseconds: multiply by mul, or floor-divide by div.
-func precisionScale(p string) (mul, div int64, ok bool) {
-	switch p {
-	case "", "n", "ns":
-		return 1, 1_000_000, true
-	case "u", "us", "µ", "µs":
-		return 1, 1000, true
-	case "ms":
-		return 1, 1, true
-	case "s":
-		return 1000, 1, true
-	case "m":
-		return 60_000, 1, true
-	case "h":
-		return 3_600_000, 1, true
-	}
-	return 0, 0, false
-}
-
-// toMillis scales ts, refusing overflow.
-func toMillis(ts, mul, div int64) (int64, bool) {
-	if div > 1 {
-		q := ts / div
-		if ts%div < 0 {
-			q-- // floor, so 1 ns before the epoch is in ms -1
-		}
-		return q, true
-	}
-	if mul > 1 && (ts > math.MaxInt64/mul || ts < math.MinInt64/mul) {
-		return 0, false
-	}
-	return ts * mul, true
 }
 
 // ServeHTTP serves POST /write and POST /api/v2/write.
@@ -215,9 +179,9 @@ func (st *lpState) convert(body []byte, mul, div, nowMs int64) ([]model.Point, i
 		row := &st.rows.Rows[i]
 		t := nowMs
 		if row.HasTime {
-			var ok bool
-			if t, ok = toMillis(row.Timestamp, mul, div); !ok {
-				return nil, 0, &LineError{Line: row.Line, Err: fmt.Errorf("timestamp %d out of range for its precision", row.Timestamp)}
+			var err error
+			if t, err = millisFromUnits(row.Timestamp, mul, div); err != nil {
+				return nil, 0, &LineError{Line: row.Line, Err: err}
 			}
 		}
 		for j := range row.Fields {

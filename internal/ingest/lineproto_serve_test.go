@@ -11,11 +11,12 @@ import (
 )
 
 // TestServeForPeers runs the push inputs over a real store so outside
-// clients (the peers' lineproto_ingest.py, wrk) can be pointed at them:
+// clients (a line-protocol load generator, wrk) can be pointed at them:
 //
 //	PITH_SERVE_ADDR=127.0.0.1:18086 PITH_SERVE_SECONDS=120 \
 //	  go test -run TestServeForPeers -timeout 0 ./internal/ingest/
-//	python3 /work/shared/bench/peers/lineproto_ingest.py "/write?db=bench&precision=ms" plant.csv --port 18086
+//
+// then post to http://127.0.0.1:18086/write?db=bench&precision=ms.
 //
 // PITH_SERVE_RELAXED=1 opens the store with relaxed durability.
 func TestServeForPeers(t *testing.T) {

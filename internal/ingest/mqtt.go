@@ -338,7 +338,9 @@ func (m *MQTT) parse(dst []model.Point, topic string, payload []byte) ([]model.P
 		if err != nil || !ok {
 			return dst, fmt.Errorf("bad time %.40s", raw)
 		}
-		t = int64(v * 1000)
+		if t, err = millisFromSeconds(v); err != nil {
+			return dst, err
+		}
 	}
 	for k, raw := range obj {
 		if k == "time" {

@@ -109,6 +109,9 @@ func (rq *RWRequest) Unmarshal(b []byte) error {
 		if num != 1 || typ != 2 {
 			continue // metadata and unknown fields
 		}
+		if len(rq.Series) == MaxRequestSeries {
+			return fmt.Errorf("decode WriteRequest: more than %d series (MaxRequestSeries)", MaxRequestSeries)
+		}
 		if err := rq.series(val); err != nil {
 			return fmt.Errorf("decode series %d: %w", len(rq.Series)+1, err)
 		}
@@ -130,9 +133,15 @@ func (rq *RWRequest) series(b []byte) error {
 		b = rest
 		switch {
 		case num == 1 && typ == 2:
+			if len(rq.labels)-l0 == MaxSeriesLabels {
+				return fmt.Errorf("more than %d labels (MaxSeriesLabels)", MaxSeriesLabels)
+			}
 			l, err := pbLabel(val)
 			if err != nil {
 				return fmt.Errorf("label: %w", err)
+			}
+			if len(l.Name) > MaxKeyLen {
+				return fmt.Errorf("label name of %d bytes is longer than the limit of %d (MaxKeyLen)", len(l.Name), MaxKeyLen)
 			}
 			rq.labels = append(rq.labels, l)
 		case num == 2 && typ == 2:

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 
 	"github.com/pith-historian/pith/internal/model"
@@ -198,12 +199,13 @@ func (st *rwState) seriesName(labels []RWLabel) (string, error) {
 	return nb.remember(key)
 }
 
-// sortLabels orders labels by name; Prometheus sends them sorted, so this
-// is one pass in the common case.
+// sortLabels orders labels by name, keeping the order of equal names.
+// Prometheus sends them sorted, so the check comes first; MaxSeriesLabels
+// bounds the sort.
 func sortLabels(l []RWLabel) {
-	for i := 1; i < len(l); i++ {
-		for j := i; j > 0 && bytes.Compare(l[j-1].Name, l[j].Name) > 0; j-- {
-			l[j-1], l[j] = l[j], l[j-1]
-		}
+	if !slices.IsSortedFunc(l, compareLabels) {
+		slices.SortStableFunc(l, compareLabels)
 	}
 }
+
+func compareLabels(a, b RWLabel) int { return bytes.Compare(a.Name, b.Name) }

@@ -33,19 +33,6 @@ func (q Quality) String() string {
 	return fmt.Sprintf("quality(%d)", uint8(q))
 }
 
-// ParseQuality is the inverse of Quality.String.
-func ParseQuality(s string) (Quality, error) {
-	switch s {
-	case "good", "":
-		return QualityGood, nil
-	case "bad":
-		return QualityBad, nil
-	case "uncertain":
-		return QualityUncertain, nil
-	}
-	return 0, fmt.Errorf("unknown quality %q (want good, bad or uncertain)", s)
-}
-
 // Sample is one stored value of one tag.
 type Sample struct {
 	T int64   // Unix milliseconds

@@ -32,7 +32,7 @@ type controlPath struct {
 	station string
 	dev     DeviceWriter // nil for a read-only area
 	unit    uint8
-	area    config.Area
+	area    modbus.Area
 	addr    uint16
 	typ     modbus.Type
 	order   modbus.Order
@@ -62,18 +62,8 @@ func newController(mb config.Modbus, tab *tag.Table, links *acq.ModbusLinks, log
 		}
 		cl, _ := links.Client(sc.Name)
 		for _, t := range tags {
-			typ, err := modbus.ParseType(t.Type.String())
-			if err != nil {
-				return nil, fmt.Errorf("build control path of tag %q: %w", t.Name, err)
-			}
-			order := modbus.ABCD
-			if t.Order != 0 {
-				if order, err = modbus.ParseOrder(t.Order.String()); err != nil {
-					return nil, fmt.Errorf("build control path of tag %q: %w", t.Name, err)
-				}
-			}
 			cp := controlPath{station: sc.Name, unit: uint8(sc.Unit), area: t.Area, addr: t.Address,
-				typ: typ, order: order, scale: t.Scale, offset: t.Offset}
+				typ: t.Type, order: t.Order, scale: t.Scale, offset: t.Offset}
 			if cp.scale == 0 {
 				cp.scale = 1
 			}
@@ -140,7 +130,7 @@ func (c *controller) control(ctx context.Context, name string, value float64) er
 	if cp.dev == nil {
 		return fmt.Errorf("write tag %q: %w: %s registers of station %q are read-only", name, api.ErrNoControlPath, cp.area, cp.station)
 	}
-	if cp.area == config.AreaCoil {
+	if cp.area == modbus.Coils {
 		if value != 0 && value != 1 {
 			return fmt.Errorf("write tag %q: %w: a coil takes 0 or 1, not %v", name, api.ErrControlValue, value)
 		}

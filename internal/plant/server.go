@@ -58,18 +58,6 @@ type publisher struct {
 	lastWarn   atomic.Int64 // Unix nanoseconds of the last encode warning
 }
 
-func areaOf(a config.Area) modbus.Area {
-	switch a {
-	case config.AreaInput:
-		return modbus.InputRegisters
-	case config.AreaCoil:
-		return modbus.Coils
-	case config.AreaDiscrete:
-		return modbus.DiscreteInputs
-	}
-	return modbus.HoldingRegisters
-}
-
 func addrKey(a modbus.Area, addr uint16) uint32 { return uint32(a)<<16 | uint32(addr) }
 
 // startPublisher defines the tags the server publishes that nobody defined
@@ -82,16 +70,6 @@ func startPublisher(ctx context.Context, sc config.ModbusServer, tab *tag.Table,
 	}
 	p := &publisher{log: log, tab: tab, byID: map[tag.ID][]int{}, writable: map[uint32]int{}, done: make(chan struct{})}
 	for _, r := range regs {
-		typ, err := modbus.ParseType(r.Type.String())
-		if err != nil {
-			return nil, err
-		}
-		order := modbus.ABCD
-		if r.Order != 0 {
-			if order, err = modbus.ParseOrder(r.Order.String()); err != nil {
-				return nil, err
-			}
-		}
 		id, ok := tab.Lookup(r.Tag)
 		if !ok {
 			d := tag.Def{Name: r.Tag}
@@ -103,8 +81,8 @@ func startPublisher(ctx context.Context, sc config.ModbusServer, tab *tag.Table,
 				return nil, fmt.Errorf("define published tag: %w", err)
 			}
 		}
-		pr := pubReg{id: id, name: r.Tag, area: areaOf(r.Area), addr: r.Address, width: typ.Registers(),
-			typ: typ, order: order, scale: r.Scale, offset: r.Offset, writable: r.Writable}
+		pr := pubReg{id: id, name: r.Tag, area: r.Area, addr: r.Address, width: r.Type.Registers(),
+			typ: r.Type, order: r.Order, scale: r.Scale, offset: r.Offset, writable: r.Writable}
 		if pr.area.IsBit() {
 			pr.width = 1
 		}

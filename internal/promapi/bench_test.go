@@ -22,10 +22,11 @@ import (
 // The Grafana target: query_range of avg_over_time over the whole feed
 // dataset with 1000 steps. Run it with
 //
-//	PITH_BENCH_DATA=/work/bench-data go test -run XXX -bench QueryRangeFeed ./internal/promapi/
+//	PITH_BENCH_DATA=DIR go test -run XXX -bench QueryRangeFeed ./internal/promapi/
 //
-// The first run imports feed.csv (from shared/bench/gen_datasets.py) into
-// a store kept in $TMPDIR/pith-promapi-feed for later runs.
+// where DIR holds the standard feed.csv dataset (README.md, "Performance").
+// The first run imports it into a store kept in $TMPDIR/pith-promapi-feed
+// for later runs.
 
 // feedStore opens the kept feed store, importing it when missing.
 func feedStore(b *testing.B) *store.DB {

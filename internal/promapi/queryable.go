@@ -22,7 +22,7 @@ import (
 // queries and must be safe for that.
 type Store interface {
 	// Aggregate splits [from, to) into n equal buckets and aggregates
-	// each from the rollups (see DESIGN.md "Public contracts").
+	// each from the rollups (see docs/api.md, "Buckets").
 	Aggregate(tag string, from, to int64, n int, agg model.Agg) ([]store.Bucket, error)
 	// Raw returns at most limit stored samples in [from, to), in time order.
 	Raw(tag string, from, to int64, limit int) ([]model.Sample, error)

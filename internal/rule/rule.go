@@ -1,4 +1,4 @@
-// Package rule evaluates control rules on a scan: when a condition over
+// Package rule evaluates automation rules on a scan: when a condition over
 // tag values and schedule states holds for a duration, a value is written
 // to a tag through the control path (so every write is logged and obeys
 // the write limits of Guard); when the release condition holds, the

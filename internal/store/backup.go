@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pith-historian/pith/internal/crc32c"
 	"github.com/pith-historian/pith/internal/store/vfs"
 	"github.com/pith-historian/pith/internal/store/wal"
 )
@@ -118,7 +118,8 @@ func (s *snapshot) close() {
 //
 // The capture holds the flush lock for as long as it takes to read the
 // small files and open the others (no flush, merge, retention or bulk
-// commit runs meanwhile; writes go on); the copy runs after it.
+// commit runs meanwhile; writes go on); the copy runs after it. Backups of
+// one store run one at a time: a second call waits for the first.
 func (db *DB) Backup(ctx context.Context, dest string) (BackupStats, error) {
 	return db.backup(ctx, dest, true)
 }
@@ -132,6 +133,11 @@ func (db *DB) backup(ctx context.Context, dest string, link bool) (BackupStats, 
 	if !isOS(db.fs) {
 		return BackupStats{}, errors.New("backup: the store is not on the real filesystem")
 	}
+	// Backups write fixed names into their destination (BACKUP.incomplete,
+	// NAME.tmp for each file) and remove what they do not list: two at
+	// once into one destination would undo each other, so they queue.
+	db.backupMu.Lock()
+	defer db.backupMu.Unlock()
 	if err := checkBackupDest(db.dir, dest); err != nil {
 		return BackupStats{}, err
 	}
@@ -428,7 +434,7 @@ func writeBackup(ctx context.Context, dest string, snap *snapshot, link bool) (B
 func putItem(dest string, it *snapItem, link bool, st *BackupStats) (uint32, error) {
 	target := filepath.Join(dest, filepath.FromSlash(it.rel))
 	if it.data != nil {
-		crc := crc32.Checksum(it.data, castagnoli)
+		crc := crc32c.Checksum(it.data)
 		if old, err := os.ReadFile(target); err == nil && bytes.Equal(old, it.data) {
 			st.Skipped++
 			st.SkippedBytes += int64(len(it.data))
@@ -508,7 +514,7 @@ func copyPrefix(src io.ReaderAt, n int64, path string) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
-	h := crc32.New(castagnoli)
+	h := crc32c.New()
 	_, err = io.CopyBuffer(io.MultiWriter(out, h), io.NewSectionReader(src, 0, n), make([]byte, copyBuffer))
 	if err == nil {
 		err = out.Sync()
@@ -525,7 +531,7 @@ func copyPrefix(src io.ReaderAt, n int64, path string) (uint32, error) {
 // crcOf returns the CRC-32C of the first n bytes of r; fewer bytes is an
 // error.
 func crcOf(r io.ReaderAt, n int64) (uint32, error) {
-	h := crc32.New(castagnoli)
+	h := crc32c.New()
 	m, err := io.CopyBuffer(h, io.NewSectionReader(r, 0, n), make([]byte, copyBuffer))
 	if err != nil {
 		return 0, fmt.Errorf("read: %w", err)

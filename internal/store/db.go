@@ -2,11 +2,9 @@ package store
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pith-historian/pith/internal/crc32c"
 	"github.com/pith-historian/pith/internal/model"
 
 	"github.com/pith-historian/pith/internal/store/vfs"
@@ -43,8 +42,22 @@ type TagInfo struct {
 
 // DB is an open store. All methods are safe for concurrent use.
 //
-// Lock order: db.orderMu, then db.mu, then series.mu, then head.mu.
-// db.flushMu serialises flushes and compactions (only they change parts).
+// Lock order: db.flushMu, then db.orderMu, then db.mu, then series.mu,
+// then head.mu; series.saveMu goes after db.flushMu and before series.mu,
+// and is never held with db.orderMu or db.mu. db.flushMu serialises
+// flushes, compactions, retention, deletes and bulk commits (only they
+// change parts); backupMu serialises backups and is taken before flushMu.
+//
+// Each file that keeps its name has exactly one serialised writer, since
+// an atomic replace goes through a fixed "NAME.tmp" that two writers
+// would share:
+//   - MANIFEST: only install writes it, and every caller holds flushMu.
+//   - series.dat and series.copy.dat: only seriesTable.save writes them,
+//     under series.saveMu (bulk transactions save without flushMu).
+//   - runs/: every new run is named by a fresh sequence number (allocSeq),
+//     so no two writers share a name; runs are never rewritten in place.
+//   - wal/: the wal package serialises its own appends and cuts.
+//   - a backup's destination: backup holds backupMu while it writes.
 type DB struct {
 	dir  string
 	fs   vfs.FS
@@ -68,6 +81,7 @@ type DB struct {
 	lastTicket chan struct{}
 	inflight   map[uint64]wal.Pos // txn -> first record, until applied
 
+	backupMu       sync.Mutex // one backup at a time: see backup
 	flushMu        sync.Mutex
 	lastCheckpoint uint32
 	version        int           // the MANIFEST format version; raised to formatDeletes by the first delete
@@ -256,7 +270,7 @@ func decodeManifest(buf []byte) (*manifest, error) {
 // CRC-32C of the JSON bytes.
 func encodeChecked(v any) []byte {
 	buf, _ := json.MarshalIndent(v, "", " ")
-	return fmt.Appendf(buf, "\ncrc32c %08x\n", crc32.Checksum(buf, castagnoli))
+	return fmt.Appendf(buf, "\ncrc32c %08x\n", crc32c.Checksum(buf))
 }
 
 // decodeChecked checks and decodes what encodeChecked wrote into v;
@@ -270,7 +284,7 @@ func decodeChecked(buf []byte, what string, v any) error {
 	if _, err := fmt.Sscanf(string(buf[i+1:]), "crc32c %08x\n", &crc); err != nil {
 		return fmt.Errorf("%schecksum unreadable: %w", what, err)
 	}
-	if crc32.Checksum(buf[:i], castagnoli) != crc {
+	if crc32c.Checksum(buf[:i]) != crc {
 		return errors.New(what + "checksum mismatch")
 	}
 	return json.Unmarshal(buf[:i], v)
@@ -478,5 +492,3 @@ func (db *DB) Tags() []TagInfo {
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
-
-var _ = context.Background

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"log/slog"
 	"math"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pith-historian/pith/internal/crc32c"
 	"github.com/pith-historian/pith/internal/model"
 
 	"github.com/pith-historian/pith/internal/store/vfs"
@@ -412,9 +412,9 @@ func buildRun(blocks, raw []byte) []byte {
 	out = append(out, idx...)
 	foot := binary.LittleEndian.AppendUint64(nil, uint64(off1))
 	foot = binary.LittleEndian.AppendUint32(foot, uint32(len(idx)))
-	foot = binary.LittleEndian.AppendUint32(foot, crc32.Checksum(idx, castagnoli))
+	foot = binary.LittleEndian.AppendUint32(foot, crc32c.Checksum(idx))
 	foot = binary.LittleEndian.AppendUint64(foot, uint64(off2))
-	foot = binary.LittleEndian.AppendUint32(foot, crc32.Checksum(foot, castagnoli))
+	foot = binary.LittleEndian.AppendUint32(foot, crc32c.Checksum(foot))
 	foot = append(foot, runFooterMagic...)
 	out = append(out, foot...)
 	return append(out, foot...)
@@ -477,7 +477,7 @@ func FuzzSeriesFile(f *testing.F) {
 	f.Add(true, []byte(seriesFileMagic))
 	f.Fuzz(func(t *testing.T, fixCRC bool, b []byte) {
 		if fixCRC {
-			b = binary.LittleEndian.AppendUint32(bytes.Clone(b), crc32.Checksum(b, castagnoli))
+			b = binary.LittleEndian.AppendUint32(bytes.Clone(b), crc32c.Checksum(b))
 		}
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "series.dat"), b, 0o644); err != nil {

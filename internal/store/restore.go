@@ -3,11 +3,12 @@ package store
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/pith-historian/pith/internal/crc32c"
 )
 
 // RestoreOptions configure Restore.
@@ -151,7 +152,7 @@ func restoreFile(src, stage string, f backupFile) error {
 	if err != nil {
 		return err
 	}
-	h := crc32.New(castagnoli)
+	h := crc32c.New()
 	n, err := io.CopyBuffer(io.MultiWriter(out, h), in, make([]byte, copyBuffer))
 	if err == nil {
 		err = out.Sync()

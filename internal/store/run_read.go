@@ -6,13 +6,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"math"
 	"os"
 	"sort"
 	"syscall"
 
+	"github.com/pith-historian/pith/internal/crc32c"
 	"github.com/pith-historian/pith/internal/model"
 
 	"github.com/pith-historian/pith/internal/store/chunkenc"
@@ -124,7 +124,7 @@ func (r *runFile) loadIndex(read func(off, n int64) ([]byte, error)) error {
 		if err != nil {
 			return fmt.Errorf("read run footer: %w", err)
 		}
-		if string(foot[28:]) != runFooterMagic || crc32.Checksum(foot[:24], castagnoli) != binary.LittleEndian.Uint32(foot[24:]) {
+		if string(foot[28:]) != runFooterMagic || crc32c.Checksum(foot[:24]) != binary.LittleEndian.Uint32(foot[24:]) {
 			if firstErr == nil {
 				firstErr = &CorruptionError{File: r.path, Offset: fo, Err: errors.New("bad footer")}
 			}
@@ -140,7 +140,7 @@ func (r *runFile) loadIndex(read func(off, n int64) ([]byte, error)) error {
 			if err != nil {
 				return fmt.Errorf("read run index: %w", err)
 			}
-			if crc32.Checksum(idx, castagnoli) != crc {
+			if crc32c.Checksum(idx) != crc {
 				if firstErr == nil {
 					firstErr = &CorruptionError{File: r.path, Offset: off, Err: errors.New("index checksum mismatch")}
 				}
@@ -312,7 +312,7 @@ func (r *runFile) find(id uint32) *runSeries {
 // block returns the payload of a checksummed block.
 func (r *runFile) block(b blockRef) ([]byte, error) {
 	p := r.data[b.off : b.off+b.len]
-	if len(p) < 4 || crc32.Checksum(p[4:], castagnoli) != binary.LittleEndian.Uint32(p) {
+	if len(p) < 4 || crc32c.Checksum(p[4:]) != binary.LittleEndian.Uint32(p) {
 		return nil, &CorruptionError{File: r.path, Offset: int64(b.off), Err: errors.New("block checksum mismatch")}
 	}
 	return p[4:], nil

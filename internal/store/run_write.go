@@ -6,16 +6,17 @@ import (
 	"compress/flate"
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"os"
 	"path/filepath"
 
+	"github.com/pith-historian/pith/internal/crc32c"
 	"github.com/pith-historian/pith/internal/model"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pith-historian/pith/internal/store/chunkenc"
 	"github.com/pith-historian/pith/internal/store/vfs"
-	"golang.org/x/sys/unix"
 )
 
 // A run file holds the samples of many series for one day partition:
@@ -82,7 +83,7 @@ func (rw *runWriter) write(b []byte) {
 func (rw *runWriter) block(payload []byte) (uint64, uint64) {
 	off := rw.off
 	var c [4]byte
-	binary.LittleEndian.PutUint32(c[:], crc32.Checksum(payload, castagnoli))
+	binary.LittleEndian.PutUint32(c[:], crc32c.Checksum(payload))
 	rw.write(c[:])
 	rw.write(payload)
 	return uint64(off), uint64(len(payload) + 4)
@@ -218,7 +219,7 @@ func (rw *runWriter) finish(fsync bool) (string, error) {
 	raw = binary.AppendUvarint(raw, uint64(rw.n))
 	raw = append(raw, rw.index...)
 	idx := compressIndex(raw)
-	crc := crc32.Checksum(idx, castagnoli)
+	crc := crc32c.Checksum(idx)
 	off1 := rw.off
 	rw.write(idx)
 	off2 := rw.off
@@ -228,7 +229,7 @@ func (rw *runWriter) finish(fsync bool) (string, error) {
 	foot = binary.LittleEndian.AppendUint32(foot, uint32(len(idx)))
 	foot = binary.LittleEndian.AppendUint32(foot, crc)
 	foot = binary.LittleEndian.AppendUint64(foot, uint64(off2))
-	foot = binary.LittleEndian.AppendUint32(foot, crc32.Checksum(foot, castagnoli))
+	foot = binary.LittleEndian.AppendUint32(foot, crc32c.Checksum(foot))
 	foot = append(foot, runFooterMagic...)
 	rw.write(foot)
 	rw.write(foot)

@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 
+	"github.com/pith-historian/pith/internal/crc32c"
 	"github.com/pith-historian/pith/internal/model"
 
 	"path/filepath"
@@ -15,12 +15,15 @@ import (
 	"github.com/pith-historian/pith/internal/store/vfs"
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // seriesTable maps tag names to dense ids and keeps each tag's newest sample.
 // Ids are assigned when a committed write is applied and are persisted in
 // the series file before any run file refers to them.
 type seriesTable struct {
+	// saveMu makes save the one writer of the series file and its copy:
+	// bulk transactions save from their own goroutines, flushes under
+	// db.flushMu, and both write the same ".tmp" names. Lock order:
+	// db.flushMu (when held), then saveMu, then mu.
+	saveMu sync.Mutex
 	mu     sync.RWMutex
 	byName map[string]uint32
 	names  []string
@@ -86,8 +89,12 @@ func (s *seriesTable) observeLocked(id uint32, t int64, v float64, q model.Quali
 
 const seriesFileMagic = "PITHSER1"
 
-// save writes the series names atomically when new ones were added.
+// save writes the series names atomically when new ones were added. Saves
+// are serialised, so a save that read fewer names can never replace the
+// file after one that read more: saved only grows with the file on disk.
 func (s *seriesTable) save(fs vfs.FS, dir string) error {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
 	s.mu.RLock()
 	n := len(s.names)
 	if n == s.saved {
@@ -101,7 +108,7 @@ func (s *seriesTable) save(fs vfs.FS, dir string) error {
 		buf = append(buf, name...)
 	}
 	s.mu.RUnlock()
-	buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
+	buf = binary.LittleEndian.AppendUint32(buf, crc32c.Checksum(buf))
 	// Two copies, written one after the other: ids cannot be guessed, so
 	// one damaged byte must not make every run unreadable.
 	for _, name := range seriesFiles {
@@ -149,7 +156,7 @@ func loadSeriesFile(fs vfs.FS, path string) (*seriesTable, error) {
 		return nil, &CorruptionError{File: path, Offset: 0, Err: errors.New("bad magic")}
 	}
 	body := buf[:len(buf)-4]
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(buf[len(buf)-4:]) {
+	if crc32c.Checksum(body) != binary.LittleEndian.Uint32(buf[len(buf)-4:]) {
 		return nil, &CorruptionError{File: path, Offset: int64(len(buf) - 4), Err: errors.New("checksum mismatch")}
 	}
 	b := body[len(seriesFileMagic):]

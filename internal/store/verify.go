@@ -4,12 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/pith-historian/pith/internal/crc32c"
 	"github.com/pith-historian/pith/internal/store/vfs"
 	"github.com/pith-historian/pith/internal/store/wal"
 )
@@ -282,7 +282,7 @@ func verifyRun(path string, names int) []string {
 	var idxOffs []int64
 	for k, fo := range []int64{r.size - runFooterSize, r.size - 2*runFooterSize} {
 		foot := d[fo : fo+runFooterSize]
-		if string(foot[28:]) != runFooterMagic || crc32.Checksum(foot[:24], castagnoli) != binary.LittleEndian.Uint32(foot[24:]) {
+		if string(foot[28:]) != runFooterMagic || crc32c.Checksum(foot[:24]) != binary.LittleEndian.Uint32(foot[24:]) {
 			out = append(out, fmt.Sprintf("footer copy %d at offset %d damaged (the other copy is used)", 2-k, fo))
 			continue
 		}
@@ -293,7 +293,7 @@ func verifyRun(path string, names int) []string {
 		}
 	}
 	for k, off := range idxOffs {
-		if off < runHeaderSize || off+idxLen > r.size || crc32.Checksum(d[off:off+idxLen], castagnoli) != idxCRC {
+		if off < runHeaderSize || off+idxLen > r.size || crc32c.Checksum(d[off:off+idxLen]) != idxCRC {
 			out = append(out, fmt.Sprintf("index copy %d at offset %d damaged (the other copy is used)", k+1, off))
 		}
 	}

@@ -5,12 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/pith-historian/pith/internal/crc32c"
 	"github.com/pith-historian/pith/internal/model"
 )
 
@@ -142,7 +142,7 @@ func TestNewerFormatRefused(t *testing.T) {
 		h := []byte("PWAL")
 		h = append(h, byte(newer), 0, 0, 0)
 		h = binary.LittleEndian.AppendUint32(h, 1)
-		h = binary.LittleEndian.AppendUint32(h, crc32.Checksum(h, castagnoli))
+		h = binary.LittleEndian.AppendUint32(h, crc32c.Checksum(h))
 		h = append(h, make([]byte, 40)...) // records of a format we cannot know
 		if err := os.WriteFile(filepath.Join(dir, "wal", "00000001.wal"), h, 0o644); err != nil {
 			t.Fatal(err)

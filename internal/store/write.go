@@ -395,5 +395,3 @@ func (db *DB) backpressure() error {
 	}
 	return nil
 }
-
-var _ = wal.Pos{}

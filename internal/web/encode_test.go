@@ -71,7 +71,8 @@ func FuzzAppendString(f *testing.F) {
 }
 
 // BenchmarkAppendEvent measures the live stream's encoder on one update
-// of 1,000 tags, the dashboard issue's live target.
+// of 1,000 tags, the size of the live page's target (README.md,
+// "Performance").
 // Run: go test -run ^$ -bench AppendEvent ./internal/web/
 func BenchmarkAppendEvent(b *testing.B) {
 	vals := make([]liveValue, 1000)

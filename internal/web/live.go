@@ -40,7 +40,7 @@ type Table interface {
 // *store.DB implements it. Called concurrently.
 type History interface {
 	// Aggregate splits [from, to) into n equal buckets and aggregates
-	// each (DESIGN.md "Public contracts").
+	// each (see docs/api.md, "Buckets").
 	Aggregate(tag string, from, to int64, n int, agg model.Agg) ([]store.Bucket, error)
 }
 

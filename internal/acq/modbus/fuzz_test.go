@@ -171,7 +171,7 @@ func FuzzServerRTURequest(f *testing.F) {
 	})
 }
 
-// TestFuzzSeedsPass keeps the seeds meaningful: each golden response
+// TestFuzzSeedsPass keeps the fuzz seeds meaningful: each golden response
 // decodes successfully through the client.
 func TestFuzzSeedsPass(t *testing.T) {
 	for i, pdu := range goldenResponsePDUs {

@@ -62,6 +62,10 @@ func (a Area) String() string {
 // IsBit reports whether the area holds single bits rather than registers.
 func (a Area) IsBit() bool { return a == Coils || a == DiscreteInputs }
 
+// Writable reports whether Modbus lets a client write the area: coils and
+// holding registers.
+func (a Area) Writable() bool { return a == Coils || a == HoldingRegisters }
+
 // ReadFunction returns the function code that reads the area.
 func (a Area) ReadFunction() Function {
 	switch a {

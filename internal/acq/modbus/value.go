@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"strings"
 )
 
 // Type is the data type a tag reads from registers or bits.
@@ -25,22 +24,12 @@ const (
 
 var typeNames = [...]string{"uint16", "int16", "uint32", "int32", "uint64", "int64", "float32", "float64", "bool"}
 
-// String returns the type's configuration name.
+// String returns the type's name, the word the configuration file uses.
 func (t Type) String() string {
 	if int(t) < len(typeNames) {
 		return typeNames[t]
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
-}
-
-// ParseType parses a configuration name such as "float32".
-func ParseType(s string) (Type, error) {
-	for i, n := range typeNames {
-		if strings.EqualFold(s, n) {
-			return Type(i), nil
-		}
-	}
-	return 0, fmt.Errorf("parse type %q: want one of %s", s, strings.Join(typeNames[:], ", "))
 }
 
 // Registers returns how many 16-bit registers the type spans. Bool spans one
@@ -73,22 +62,12 @@ const (
 
 var orderNames = [...]string{"ABCD", "CDAB", "BADC", "DCBA"}
 
-// String returns the order's name.
+// String returns the order's name, the word the configuration file uses.
 func (o Order) String() string {
 	if int(o) < len(orderNames) {
 		return orderNames[o]
 	}
 	return fmt.Sprintf("order(%d)", uint8(o))
-}
-
-// ParseOrder parses "ABCD", "CDAB", "BADC" or "DCBA" (case-insensitive).
-func ParseOrder(s string) (Order, error) {
-	for i, n := range orderNames {
-		if strings.EqualFold(s, n) {
-			return Order(i), nil
-		}
-	}
-	return 0, fmt.Errorf("parse order %q: want ABCD, CDAB, BADC or DCBA", s)
 }
 
 func (o Order) wordSwap() bool { return o == CDAB || o == DCBA }

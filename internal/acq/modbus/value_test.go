@@ -65,17 +65,3 @@ func TestEncodeRange(t *testing.T) {
 		t.Error("short input decoded")
 	}
 }
-
-func TestParseTypeOrder(t *testing.T) {
-	for i, n := range typeNames {
-		if got, err := ParseType(n); err != nil || got != Type(i) {
-			t.Errorf("ParseType(%q) = %v, %v", n, got, err)
-		}
-	}
-	if o, err := ParseOrder("cdab"); err != nil || o != CDAB {
-		t.Errorf("ParseOrder(cdab) = %v, %v", o, err)
-	}
-	if _, err := ParseOrder("ABDC"); err == nil {
-		t.Error("ParseOrder(ABDC) accepted")
-	}
-}

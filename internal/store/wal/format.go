@@ -9,9 +9,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"strconv"
 	"strings"
+
+	"github.com/pith-historian/pith/internal/crc32c"
 )
 
 // Format constants. See docs/format/wal.md.
@@ -24,9 +25,6 @@ const (
 	segmentSuffix  = ".wal" // file name suffix of segments
 	segmentDigits  = 8      // fixed width of the decimal segment number in names
 )
-
-// castagnoli is the CRC-32C table; it is read-only after initialisation.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Errors carried in a CorruptionError (test with errors.Is).
 var (
@@ -111,7 +109,7 @@ func appendSegmentHeader(b []byte, n uint32) []byte {
 	b = append(b, segmentMagic...)
 	b = append(b, formatVersion, 0, 0, 0)
 	b = binary.LittleEndian.AppendUint32(b, n)
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
+	return binary.LittleEndian.AppendUint32(b, crc32c.Checksum(b[start:]))
 }
 
 // checkSegmentHeader validates a segment header read from the file of
@@ -124,7 +122,7 @@ func checkSegmentHeader(h []byte, n uint32) error {
 		return ErrZeroRecord
 	case string(h[:4]) != segmentMagic:
 		return fmt.Errorf("%w: magic %q", ErrBadHeader, h[:4])
-	case crc32.Checksum(h[:12], castagnoli) != binary.LittleEndian.Uint32(h[12:]):
+	case crc32c.Checksum(h[:12]) != binary.LittleEndian.Uint32(h[12:]):
 		return fmt.Errorf("%w: %w", ErrBadHeader, ErrChecksum)
 	case h[4] > formatVersion:
 		return fmt.Errorf("%w: version %d, this Pith reads %d; upgrade Pith", ErrNewerFormat, h[4], formatVersion)
@@ -142,7 +140,7 @@ func appendRecord(b []byte, rec []byte) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(rec)))
 	b = append(b, 0, 0, 0, 0, recordTypeFull)
 	b = append(b, rec...)
-	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(b[start+8:], castagnoli))
+	binary.LittleEndian.PutUint32(b[start+4:], crc32c.Checksum(b[start+8:]))
 	return b
 }
 

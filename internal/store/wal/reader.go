@@ -4,8 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
+
+	"github.com/pith-historian/pith/internal/crc32c"
 )
 
 // readWindow is how many bytes the segment reader fetches per read; a
@@ -102,7 +103,7 @@ func (s *segmentReader) next() ([]byte, error) {
 	if err != nil {
 		return nil, ioError{err}
 	}
-	if crc32.Checksum(b[8:], castagnoli) != crc {
+	if crc32c.Checksum(b[8:]) != crc {
 		return nil, ErrChecksum
 	}
 	if typ != recordTypeFull {
@@ -130,7 +131,7 @@ func (s *segmentReader) resync(from int64) (int64, error) {
 		if err != nil {
 			return -1, err
 		}
-		if crc32.Checksum(b[8:], castagnoli) == binary.LittleEndian.Uint32(b[4:]) {
+		if crc32c.Checksum(b[8:]) == binary.LittleEndian.Uint32(b[4:]) {
 			return off, nil
 		}
 	}

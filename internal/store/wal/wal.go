@@ -40,17 +40,6 @@ func (d Durability) String() string {
 	return fmt.Sprintf("durability(%d)", uint8(d))
 }
 
-// ParseDurability is the inverse of Durability.String.
-func ParseDurability(s string) (Durability, error) {
-	switch s {
-	case "fsync", "":
-		return DurabilityFsync, nil
-	case "relaxed":
-		return DurabilityRelaxed, nil
-	}
-	return 0, fmt.Errorf("unknown durability %q (want fsync or relaxed)", s)
-}
-
 // Defaults of Options.
 const (
 	DefaultSegmentSize    = 64 << 20        // bytes per segment before a cut

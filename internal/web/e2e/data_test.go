@@ -32,7 +32,8 @@ const (
 )
 
 // feedPoints is the size of the generated feed: the 9,000,000 points
-// (2.85 years at 10 s) of /work/shared/bench/gen_datasets.py's feed.
+// (2.85 years at 10 s) of the standard feed dataset (README.md,
+// "Performance").
 const feedPoints = 9_000_000
 
 // writeBatch is the number of points handed to the store per Add.

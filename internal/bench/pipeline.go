@@ -1,4 +1,4 @@
-package diag
+package bench
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/pith-historian/pith/internal/model"
-
 	"github.com/pith-historian/pith/internal/archive"
+	"github.com/pith-historian/pith/internal/diag"
+	"github.com/pith-historian/pith/internal/model"
 	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
 )
@@ -50,10 +50,10 @@ type PipelineResult struct {
 	MaxProcs int     `json:"gomaxprocs"`
 	// ReadBack counts the samples found in the store when Verify is set;
 	// Verified says it equals Produced.
-	ReadBack uint64         `json:"read_back"`
-	Verified bool           `json:"verified"`
-	Freeze   *FreezeSummary `json:"freeze,omitempty"`
-	Commit   string         `json:"commit_latency"`
+	ReadBack uint64              `json:"read_back"`
+	Verified bool                `json:"verified"`
+	Freeze   *diag.FreezeSummary `json:"freeze,omitempty"`
+	Commit   string              `json:"commit_latency"`
 }
 
 // RunPipeline measures the whole archive path: producer -> tag table ->
@@ -109,8 +109,8 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error
 	// A backlog of this many values means the writers are behind.
 	highWater := int64(4 * qopts.MaxBatch * max(qopts.Writers, 2))
 
-	cpu0, start := cpuTime(), time.Now()
-	var freezeSum *FreezeSummary
+	cpu0, start := diag.CPUTime(), time.Now()
+	var freezeSum *diag.FreezeSummary
 	var freezeErr error
 	if o.Freeze > 0 {
 		fctx, cancel := context.WithCancel(ctx)
@@ -122,7 +122,7 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error
 				freezeErr = err
 				return
 			}
-			s, err := RunFreeze(fctx, q, FreezeOptions{Freeze: o.Freeze, Watch: o.Watch}, func(ev FreezeEvent) error {
+			s, err := diag.RunFreeze(fctx, q, diag.FreezeOptions{Freeze: o.Freeze, Watch: o.Watch}, func(ev diag.FreezeEvent) error {
 				fmt.Fprintf(o.Out, "  %-6s t=%5.1fs pending %9d  in %9.0f/s  out %9.0f/s\n", ev.Phase, ev.Seconds, ev.Pending, ev.InPerSec, ev.OutPerSec)
 				return nil
 			})
@@ -157,7 +157,7 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error
 	res.Written, res.Dropped = st.Written, st.Dropped
 	res.Seconds = el.Seconds()
 	res.PerSec = float64(st.Written) / el.Seconds()
-	res.CPUCores = (cpuTime() - cpu0).Seconds() / el.Seconds()
+	res.CPUCores = (diag.CPUTime() - cpu0).Seconds() / el.Seconds()
 	res.Freeze = freezeSum
 	res.Commit = fmt.Sprintf("p50 %v p99 %v max %v", st.Commit.P50.Round(time.Microsecond),
 		st.Commit.P99.Round(time.Microsecond), st.Commit.Max.Round(time.Microsecond))
@@ -188,5 +188,21 @@ func pace(ctx context.Context, rate float64, tags int, start time.Time, produce 
 			due = due.Add(every)
 		}
 		sleepUntil(ctx, due)
+	}
+}
+
+// sleepUntil sleeps until t or until ctx ends, returning ctx's error then.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
 	}
 }

@@ -1,15 +1,16 @@
-package diag
+package bench
 
-// Acquisition measurements of issue 3 ("Targets"). They are benchmarks,
-// never timed tests: the machine is shared. One iteration is one whole
-// measurement, so run them with -benchtime 1x. Each run's length comes from
-// PITH_ACQ_SECONDS (default 3; the issue's figures use 60 for CPU and 180+
+// Acquisition measurements: the acquisition table of docs/bench.md, with
+// its targets. They are benchmarks, never timed tests: the machine is
+// shared. One iteration is one whole measurement, so run them with
+// -benchtime 1x. Each run's length comes from
+// PITH_ACQ_SECONDS (default 3; the published figures use 60 for CPU and 180+
 // for missed cycles) and the fast-station comparison alternates Pith and
 // the libmodbus C client PITH_ACQ_ROUNDS times (default 3), reporting
 // medians:
 //
-//	go test -run '^$' -bench Acq -benchtime 1x ./internal/diag/
-//	PITH_ACQ_SECONDS=60 go test -run '^$' -bench AcqCPU100Tags -benchtime 1x ./internal/diag/
+//	go test -run '^$' -bench Acq -benchtime 1x ./internal/bench/
+//	PITH_ACQ_SECONDS=60 go test -run '^$' -bench AcqCPU100Tags -benchtime 1x ./internal/bench/
 //
 // Peers (skipped with a message when missing; CI installs them with
 // apt-get install -y python3-pymodbus libmodbus-dev gcc).
@@ -47,7 +48,7 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-func runAcqB(b *testing.B, ab AcqBench) AcqResult {
+func runAcqB(b *testing.B, ab AcqOptions) AcqResult {
 	b.Helper()
 	ab.Dir = b.TempDir()
 	r, err := RunAcq(context.Background(), ab)
@@ -132,11 +133,11 @@ func cClientRate(b *testing.B, bin, addr string, d time.Duration) float64 {
 	return polls / secs
 }
 
-// BenchmarkAcqFastStation measures the fast station of the seed (10
+// BenchmarkAcqFastStation measures the fast station of docs/bench.md (10
 // registers, period 0) through the full path, station -> tag table ->
 // archive -> store, against Pith's own Modbus server and against a
 // pymodbus server, each compared in the same run with the libmodbus C
-// client: against the C server for "own" (the issue's "libmodbus C pair")
+// client: against the C server for "own" (the "libmodbus C pair")
 // and against the same pymodbus server for "pymodbus". Reported: median
 // polls/s of each side and their ratio (targets: >= 0.70 own, >= 0.80
 // pymodbus).
@@ -153,7 +154,7 @@ func BenchmarkAcqFastStation(b *testing.B) {
 			var ours, theirs []float64
 			for range rounds {
 				theirs = append(theirs, cClientRate(b, bin, cAddr, d))
-				r := runAcqB(b, AcqBench{Stations: 1, Tags: 10, Period: 0, Duration: d})
+				r := runAcqB(b, AcqOptions{Stations: 1, Tags: 10, Period: 0, Duration: d})
 				ours = append(ours, r.PollsPerSec)
 			}
 			b.ReportMetric(median(ours), "pith-polls/s")
@@ -173,7 +174,7 @@ func BenchmarkAcqFastStation(b *testing.B) {
 			var ours, theirs []float64
 			for range rounds {
 				theirs = append(theirs, cClientRate(b, bin, pyAddr, d))
-				r := runAcqB(b, AcqBench{Server: pyAddr, Stations: 1, Tags: 10, Period: 0, Duration: d})
+				r := runAcqB(b, AcqOptions{Server: pyAddr, Stations: 1, Tags: 10, Period: 0, Duration: d})
 				ours = append(ours, r.PollsPerSec)
 			}
 			b.ReportMetric(median(ours), "pith-polls/s")
@@ -183,15 +184,15 @@ func BenchmarkAcqFastStation(b *testing.B) {
 	})
 }
 
-// BenchmarkAcqCPU100Tags measures the process CPU (getrusage) of the seed's
-// plant: 100 registers polled every second in one block read and archived,
+// BenchmarkAcqCPU100Tags measures the process CPU (getrusage) of the D2000
+// reference plant: 100 registers polled every second in one block read and archived,
 // the in-process server changing them twice a second (target <= 0.5% of
 // one core). The server's own CPU is included, so the figure is an upper
 // bound of the station's.
 func BenchmarkAcqCPU100Tags(b *testing.B) {
 	d := acqSeconds(20)
 	for range b.N {
-		r := runAcqB(b, AcqBench{Stations: 1, Tags: 100, Period: time.Second, Duration: d})
+		r := runAcqB(b, AcqOptions{Stations: 1, Tags: 100, Period: time.Second, Duration: d})
 		b.ReportMetric(r.CPUPercent, "cpu-%-of-core")
 		b.ReportMetric(float64(r.Archived)/r.Seconds, "archived-points/s")
 	}
@@ -203,7 +204,7 @@ func BenchmarkAcqCPU100Tags(b *testing.B) {
 func BenchmarkAcq1000Tags10Stations(b *testing.B) {
 	d := acqSeconds(10)
 	for range b.N {
-		r := runAcqB(b, AcqBench{Stations: 10, Tags: 100, Period: 100 * time.Millisecond, Duration: d})
+		r := runAcqB(b, AcqOptions{Stations: 10, Tags: 100, Period: 100 * time.Millisecond, Duration: d})
 		b.ReportMetric(float64(r.Missed), "missed-cycles")
 		b.ReportMetric(float64(r.Overruns), "overruns")
 		b.ReportMetric(r.CPUPercent, "cpu-%-of-core")
@@ -218,7 +219,7 @@ func BenchmarkAcq1000Tags10Stations(b *testing.B) {
 func BenchmarkAcqLateness20ms(b *testing.B) {
 	d := acqSeconds(21) // the lateness ring holds 1024 scans: 20.5 s at 20 ms
 	for range b.N {
-		r := runAcqB(b, AcqBench{Stations: 1, Tags: 10, Period: 20 * time.Millisecond, Duration: d, Busy: true})
+		r := runAcqB(b, AcqOptions{Stations: 1, Tags: 10, Period: 20 * time.Millisecond, Duration: d, Busy: true})
 		us := func(x time.Duration) float64 { return float64(x) / 1e3 }
 		b.ReportMetric(us(r.Late.P50), "p50-late-us")
 		b.ReportMetric(us(r.Late.P99), "p99-late-us")

@@ -1,4 +1,4 @@
-package diag
+package bench
 
 import (
 	"bufio"
@@ -17,9 +17,9 @@ import (
 	"time"
 )
 
-// StoreBenchOptions configure RunStoreBench.
-type StoreBenchOptions struct {
-	DatasetDir string    // holds plant.csv and feed.csv (shared/bench/gen_datasets.py)
+// StoreOptions configure RunStore.
+type StoreOptions struct {
+	DatasetDir string    // holds plant.csv and feed.csv (docs/bench.md)
 	Exe        string    // the pith binary to run as the server
 	WorkDir    string    // where the data directories go (a temporary one when empty)
 	Runs       int       // timed runs per query
@@ -27,8 +27,8 @@ type StoreBenchOptions struct {
 	Out        io.Writer // progress lines
 }
 
-// StoreBenchResult is what `pith bench store` prints.
-type StoreBenchResult struct {
+// StoreResult is what `pith bench store` prints.
+type StoreResult struct {
 	Datasets []DatasetResult `json:"datasets"`
 	Queries  []QueryResult   `json:"queries"`
 }
@@ -160,9 +160,9 @@ func importFile(addr, path string) (int, time.Duration, error) {
 	return r.Points, el, nil
 }
 
-// RunStoreBench imports each dataset into a fresh server, stops it, measures
+// RunStore imports each dataset into a fresh server, stops it, measures
 // the disk, restarts it and times the standard queries.
-func RunStoreBench(o StoreBenchOptions) (*StoreBenchResult, error) {
+func RunStore(o StoreOptions) (*StoreResult, error) {
 	if o.Runs <= 0 {
 		o.Runs = 100
 	}
@@ -184,7 +184,7 @@ func RunStoreBench(o StoreBenchOptions) (*StoreBenchResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &StoreBenchResult{}
+	res := &StoreResult{}
 	queries := map[string][]benchQuery{
 		"feed":  feedQueries(bms),
 		"plant": plantQueries(ref, hours),
@@ -382,7 +382,7 @@ func plantQueries(ref *reference, h *hourly) []benchQuery {
 }
 
 // WriteMarkdown prints the result as the README's table.
-func (r *StoreBenchResult) WriteMarkdown(w io.Writer) {
+func (r *StoreResult) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "| dataset | points | import points/s | bytes/point on disk | peak RSS import | idle RSS after restart | bytes written by the server / on disk |\n|---|---|---|---|---|---|---|\n")
 	for _, d := range r.Datasets {
 		fmt.Fprintf(w, "| %s | %d | %.2f M | %.3f | %.0f MB | %.0f MB | %.2f |\n", d.Name, d.Points, d.PointsPerSec/1e6,

@@ -1,4 +1,4 @@
-package diag
+package bench
 
 import (
 	"bufio"
@@ -11,8 +11,8 @@ import (
 	"strconv"
 )
 
-// The standard queries of shared/bench/README.md, over the generated
-// datasets: T0 is their first timestamp.
+// The standard queries of docs/bench.md, over the standard datasets: T0 is
+// their first timestamp.
 const (
 	benchT0   = int64(1_700_000_000_000)
 	benchHour = int64(3_600_000)
@@ -25,8 +25,8 @@ type benchQuery struct {
 	Check func(body []byte) error
 }
 
-// reference holds exact answers computed by scanning the CSV files, as
-// reference_answers.py does.
+// reference holds exact answers computed by scanning the CSV files, so that
+// any dataset directory, generated or given, is checked against itself.
 type reference struct {
 	q4N           int
 	q4Sum         float64
@@ -38,8 +38,8 @@ type reference struct {
 	plantNames    []string
 }
 
-// bucketMeans computes the mean per bucket of samples, with the contract's
-// bucket edges.
+// bucketMeans computes the mean per bucket of samples, with the bucket
+// edges of GET /api/v1/data.
 type bucketMeans struct {
 	from, to int64
 	n        int

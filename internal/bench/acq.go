@@ -1,4 +1,4 @@
-package diag
+package bench
 
 import (
 	"context"
@@ -13,18 +13,20 @@ import (
 	"github.com/pith-historian/pith/internal/acq"
 	"github.com/pith-historian/pith/internal/acq/modbus"
 	"github.com/pith-historian/pith/internal/config"
+	"github.com/pith-historian/pith/internal/diag"
 	"github.com/pith-historian/pith/internal/plant"
 	"github.com/pith-historian/pith/internal/store"
 )
 
-// AcqBench describes one acquisition measurement: stations polling a
+// AcqOptions describe one acquisition measurement: stations polling a
 // Modbus server through the whole path (station -> tag table -> archive
-// queue -> store) for a while. `pith bench acq` and the benchmarks in
-// benchacq_test.go run it.
-type AcqBench struct {
+// queue -> store) for a while. `pith bench` (experiments 1 and 2) and the
+// benchmarks in acq_test.go run it.
+type AcqOptions struct {
 	// Server is the Modbus TCP server polled, host:port; empty starts an
-	// in-process Pith server whose registers follow the seed's pattern
-	// (register N = 1000 * second-of-minute + N, changed twice a second).
+	// in-process Pith server whose registers follow the plant dataset's
+	// raw-register pattern (register N = 1000 * second-of-minute + N,
+	// changed twice a second; docs/bench.md).
 	Server string
 	// Stations is the number of stations, each on its own connection.
 	Stations int
@@ -48,7 +50,7 @@ type AcqBench struct {
 	Log *slog.Logger
 }
 
-// AcqResult is what an AcqBench measured.
+// AcqResult is what an acquisition measurement measured.
 type AcqResult struct {
 	Seconds     float64  // wall time the stations ran
 	Polls       uint64   // polls completed, all stations
@@ -69,15 +71,15 @@ func (r AcqResult) String() string {
 		r.Late.P50, r.Late.P99, r.Late.Max)
 }
 
-// benchServer is the in-process server of an AcqBench.
+// benchServer is the in-process server of an acquisition measurement.
 type benchServer struct {
 	srv  *modbus.Server
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 }
 
-// seedTicks is how often the in-process server's registers change.
-const seedTicks = 500 * time.Millisecond
+// registerTick is how often the in-process server's registers change.
+const registerTick = 500 * time.Millisecond
 
 // startBenchServer serves n registers on 127.0.0.1 and, for stations > 1,
 // on the same port of 127.0.0.2, 127.0.0.3, ... (all loopback on Linux),
@@ -114,7 +116,7 @@ func startBenchServer(n, stations int) (*benchServer, string, error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		t := time.NewTicker(seedTicks)
+		t := time.NewTicker(registerTick)
 		defer t.Stop()
 		for {
 			select {
@@ -135,7 +137,7 @@ func (s *benchServer) close() {
 }
 
 // acqConfig writes the stations as TOML, the way a user would.
-func acqConfig(b AcqBench, addr string, local bool) string {
+func acqConfig(b AcqOptions, addr string, local bool) string {
 	var sb strings.Builder
 	for i := range b.Stations {
 		// A distinct address per station gives each its own connection:
@@ -161,7 +163,7 @@ tags = [{ name = "bench.s%d.r{i}", register = "holding:0", type = "uint16", coun
 }
 
 // RunAcq runs one acquisition measurement.
-func RunAcq(ctx context.Context, b AcqBench) (AcqResult, error) {
+func RunAcq(ctx context.Context, b AcqOptions) (AcqResult, error) {
 	if b.Stations <= 0 {
 		b.Stations = 1
 	}
@@ -226,12 +228,12 @@ func RunAcq(ctx context.Context, b AcqBench) (AcqResult, error) {
 	sleep(b.Warmup)
 	before := p.Scheduler().Stats()
 	arch0 := p.Archive().Stats().Written
-	cpu0 := cpuTime()
+	cpu0 := diag.CPUTime()
 	t0 := time.Now()
 	sleep(b.Duration)
 	stats := p.Scheduler().Stats()
 	elapsed := time.Since(t0)
-	cpu := cpuTime() - cpu0
+	cpu := diag.CPUTime() - cpu0
 	arch1 := p.Archive().Stats().Written
 
 	r := AcqResult{Seconds: elapsed.Seconds(), CPUSeconds: cpu.Seconds()}

@@ -1,4 +1,4 @@
-package diag
+package bench
 
 import (
 	"context"
@@ -110,7 +110,7 @@ func TestRunCyclictest(t *testing.T) {
 
 // BenchmarkLatencyHistAdd is the probe's per-wake-up bookkeeping, which
 // must stay far below the microseconds it measures.
-// Run: go test -run '^$' -bench LatencyHistAdd ./internal/diag/
+// Run: go test -run '^$' -bench LatencyHistAdd ./internal/bench/
 func BenchmarkLatencyHistAdd(b *testing.B) {
 	h := new(LatencyHist)
 	b.ReportAllocs()

@@ -1,4 +1,4 @@
-package diag
+package bench
 
 import (
 	"bufio"
@@ -11,12 +11,12 @@ import (
 )
 
 // GenerateDatasets writes plant.csv and feed.csv into dir with the shapes
-// of shared/bench/gen_datasets.py, scaled by frac (1 for the full sets,
+// of the standard datasets (docs/bench.md), scaled by frac (1 for the full sets,
 // 0.1 for `pith bench --quick`). The plant keeps its 100 tags and its day
 // and stretches the sample interval by 1/frac (10 s at a tenth), so that
 // Q4-Q6 keep their meaning; the feed keeps its 10 s interval and is cut to
-// frac of its rows. The random draws differ from the Python generator's,
-// so the files are alike in shape, not identical; the reference answers
+// frac of its rows. The random draws differ from those of the full-size
+// datasets' generator, so the files are alike in shape, not identical; the reference answers
 // are computed from whatever files are given.
 func GenerateDatasets(dir string, frac float64) error {
 	if !(frac > 0 && frac <= 1) {

@@ -1,4 +1,4 @@
-package diag
+package bench
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 // D2000 also used 4 write threads.
 const benchWriters = 4
 
-// BenchOptions configure RunAll, the whole `pith bench`.
-type BenchOptions struct {
+// Options configure RunAll, the whole `pith bench`.
+type Options struct {
 	Quick      bool   // a tenth of the datasets and short runs: under a minute
 	DatasetDir string // plant.csv and feed.csv; empty generates them (a tenth with Quick)
 	Exe        string // the pith binary, run as the server of the store part
@@ -28,13 +28,14 @@ type BenchOptions struct {
 	Log        *slog.Logger
 }
 
-// Figure is one line of the report: a measured value beside the seed's.
+// Figure is one line of the report: a measured value beside its reference
+// figure (docs/bench.md).
 type Figure struct {
 	Experiment string  `json:"experiment"`
 	What       string  `json:"what"`
 	Value      float64 `json:"value"`
 	Unit       string  `json:"unit"`
-	Seed       string  `json:"seed"` // the seed's Raspberry Pi figure, or the target
+	Reference  string  `json:"reference"` // the D2000 reference figure (or a peer's, or the target)
 	Note       string  `json:"note,omitempty"`
 }
 
@@ -57,15 +58,15 @@ type Report struct {
 	AcqFast  *AcqResult        `json:"acq_10_tags_fast,omitempty"`
 	Freeze   *PipelineResult   `json:"freeze,omitempty"`
 	Pipeline *PipelineResult   `json:"pipeline,omitempty"`
-	Store    *StoreBenchResult `json:"store,omitempty"`
+	Store    *StoreResult      `json:"store,omitempty"`
 	HTTP     *HTTPIngestResult `json:"http_ingest,omitempty"`
 	Latency  []LatencyStats    `json:"latency,omitempty"`
 	Capacity Capacity          `json:"capacity"`
 	Gaps     []string          `json:"gaps,omitempty"` // experiments that could not run, and why
 }
 
-func (r *Report) add(exp, what string, v float64, unit, seed, note string) {
-	r.Figures = append(r.Figures, Figure{Experiment: exp, What: what, Value: v, Unit: unit, Seed: seed, Note: note})
+func (r *Report) add(exp, what string, v float64, unit, ref, note string) {
+	r.Figures = append(r.Figures, Figure{Experiment: exp, What: what, Value: v, Unit: unit, Reference: ref, Note: note})
 }
 
 func (r *Report) gap(exp string, err error) {
@@ -80,9 +81,9 @@ func scale[T any](quick bool, q, full T) T {
 	return full
 }
 
-// RunAll runs the seed's experiments one after the other. A failing
+// RunAll runs the experiments of docs/bench.md one after the other. A failing
 // experiment is reported as a gap and the others still run.
-func RunAll(ctx context.Context, o BenchOptions) (*Report, error) {
+func RunAll(ctx context.Context, o Options) (*Report, error) {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
@@ -105,7 +106,7 @@ func RunAll(ctx context.Context, o BenchOptions) (*Report, error) {
 
 	// 1 and 2: acquisition over loopback Modbus, through the archive.
 	step("1. 100 tags over loopback Modbus every second")
-	if r, err := RunAcq(ctx, AcqBench{Stations: 1, Tags: 100, Period: time.Second,
+	if r, err := RunAcq(ctx, AcqOptions{Stations: 1, Tags: 100, Period: time.Second,
 		Duration: scale(q, 5*time.Second, 60*time.Second), Dir: filepath.Join(work, "acq100"), Log: o.Log}); err != nil {
 		rep.gap("acquisition 100 tags", err)
 	} else {
@@ -113,7 +114,7 @@ func RunAll(ctx context.Context, o BenchOptions) (*Report, error) {
 		rep.add("1", "CPU for 100 tags polled every 1 s and archived", r.CPUPercent, "% of a core", "D2000 on a Pi 3: not published as a figure", "target <= 0.5%")
 	}
 	step("2. 10 tags as fast as possible")
-	if r, err := RunAcq(ctx, AcqBench{Stations: 1, Tags: 10, Period: 0,
+	if r, err := RunAcq(ctx, AcqOptions{Stations: 1, Tags: 10, Period: 0,
 		Duration: scale(q, 3*time.Second, 10*time.Second), Dir: filepath.Join(work, "acqfast"), Log: o.Log}); err != nil {
 		rep.gap("acquisition fast", err)
 	} else {
@@ -203,7 +204,7 @@ func LatencyWithCyclictest(ctx context.Context, o LatencyOptions) (probe Latency
 	return probe, cyc, nil
 }
 
-func runStorePart(rep *Report, o BenchOptions, work string) error {
+func runStorePart(rep *Report, o Options, work string) error {
 	ds := o.DatasetDir
 	if ds == "" {
 		ds = filepath.Join(work, "datasets")
@@ -216,7 +217,7 @@ func runStorePart(rep *Report, o BenchOptions, work string) error {
 	if o.Exe == "" {
 		return fmt.Errorf("no pith binary to run as the server")
 	}
-	r, err := RunStoreBench(StoreBenchOptions{DatasetDir: ds, Exe: o.Exe, WorkDir: filepath.Join(work, "store"),
+	r, err := RunStore(StoreOptions{DatasetDir: ds, Exe: o.Exe, WorkDir: filepath.Join(work, "store"),
 		Runs: scale(o.Quick, 5, 100), Out: o.Out})
 	if err != nil {
 		return err
@@ -227,15 +228,15 @@ func runStorePart(rep *Report, o BenchOptions, work string) error {
 			fmt.Sprintf("%.2f B/point on disk", d.BytesPerPoint))
 	}
 	for _, qr := range r.Queries {
-		seed := ""
+		ref := ""
 		if qr.Name == "Q3" {
-			seed = "emoncms timestore on a Pi: 45 ms (1000 points)"
+			ref = "emoncms timestore on a Pi: 45 ms (1000 points)"
 		}
 		note := "matches reference"
 		if !qr.Correct {
 			note = "WRONG: " + qr.Detail
 		}
-		rep.add("4", qr.Name+" median", qr.MedianMs, "ms", seed, note)
+		rep.add("4", qr.Name+" median", qr.MedianMs, "ms", ref, note)
 	}
 	return nil
 }
@@ -295,9 +296,9 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		mode = "quick (a tenth of the datasets, short runs)"
 	}
 	fmt.Fprintf(w, "# pith bench on %s (%d CPUs), %s, %.0f s\n\n", r.Host, r.CPUs, mode, r.Seconds)
-	fmt.Fprintf(w, "| # | what | this machine | seed (Raspberry Pi) / target | notes |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| # | what | this machine | reference (D2000, Raspberry Pi) / target | notes |\n|---|---|---|---|---|\n")
 	for _, f := range r.Figures {
-		fmt.Fprintf(w, "| %s | %s | %s %s | %s | %s |\n", f.Experiment, f.What, num(f.Value), f.Unit, f.Seed, f.Note)
+		fmt.Fprintf(w, "| %s | %s | %s %s | %s | %s |\n", f.Experiment, f.What, num(f.Value), f.Unit, f.Reference, f.Note)
 	}
 	if len(r.Latency) > 0 {
 		fmt.Fprintf(w, "\n## Scheduling latency\n\n```\n")

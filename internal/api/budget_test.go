@@ -1,0 +1,148 @@
+package api
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestBudgetHostileConcurrent sends many large requests at once to an
+// endpoint that buffers its body and holds it: only as many as fit in the
+// budget are admitted, the rest are refused at once (while the admitted
+// ones still hold their bytes) with 503 and Retry-After, the budget never
+// exceeds its size, and it is whole again afterwards.
+func TestBudgetHostileConcurrent(t *testing.T) {
+	const (
+		budget  = 1 << 20
+		maxBody = 512 << 10
+		size    = 300 << 10 // 3 fit in the budget, a 4th does not
+		clients = 20
+		fit     = budget / size
+	)
+	b := NewBudget(budget)
+	hold := make(chan struct{})
+	entered := make(chan struct{}, clients)
+	var peakMu sync.Mutex
+	var peak int64
+	h := b.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil || len(body) != size {
+			t.Errorf("handler read %d bytes, %v", len(body), err)
+		}
+		peakMu.Lock()
+		peak = max(peak, b.InUse())
+		peakMu.Unlock()
+		entered <- struct{}{}
+		<-hold
+		w.WriteHeader(http.StatusNoContent)
+	}), maxBody)
+
+	type result struct {
+		status int
+		retry  string
+	}
+	results := make(chan result, clients)
+	var wg sync.WaitGroup
+	for i := 0; i < clients; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := httptest.NewRequest(http.MethodPost, "/write", strings.NewReader(strings.Repeat("x", size)))
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			results <- result{rec.Code, rec.Header().Get("Retry-After")}
+		}()
+	}
+	// The refusals come back while the admitted requests still hold.
+	deadline := time.After(10 * time.Second)
+	for i := 0; i < clients-fit; i++ {
+		select {
+		case r := <-results:
+			if r.status != http.StatusServiceUnavailable || r.retry == "" {
+				t.Fatalf("refused request: status %d, Retry-After %q; want 503 with Retry-After", r.status, r.retry)
+			}
+		case <-deadline:
+			t.Fatalf("only %d of %d refusals came back while admitted requests were held", i, clients-fit)
+		}
+	}
+	for i := 0; i < fit; i++ {
+		<-entered
+	}
+	if got := b.InUse(); got != fit*size {
+		t.Errorf("in use %d while %d requests are held, want %d", got, fit, fit*size)
+	}
+	close(hold)
+	wg.Wait()
+	close(results)
+	for r := range results {
+		if r.status != http.StatusNoContent {
+			t.Errorf("admitted request: status %d", r.status)
+		}
+	}
+	if peak > budget {
+		t.Errorf("peak in use %d beyond the budget %d", peak, budget)
+	}
+	if got := b.InUse(); got != 0 {
+		t.Errorf("in use %d after every request ended, want 0", got)
+	}
+	if got := b.Refused(); got != clients-fit {
+		t.Errorf("refused %d, want %d", got, clients-fit)
+	}
+}
+
+// TestBudgetCost checks what each kind of request reserves, by the answer
+// it gets from a budget with room for exactly one maxBody.
+func TestBudgetCost(t *testing.T) {
+	const maxBody = 1000
+	tests := []struct {
+		name   string
+		budget int64
+		body   io.Reader
+		length int64 // Content-Length; -1 for chunked
+		gzip   bool
+		want   int // status
+	}{
+		{"no body", 10, nil, 0, false, http.StatusOK},
+		{"declared, fits", maxBody, strings.NewReader("abc"), 3, false, http.StatusOK},
+		{"chunked reserves maxBody", maxBody, strings.NewReader("abc"), -1, false, http.StatusOK},
+		{"chunked beyond a small budget", maxBody - 1, strings.NewReader("abc"), -1, false, http.StatusRequestEntityTooLarge},
+		{"gzip reserves maxBody", maxBody - 1, strings.NewReader("abc"), 3, true, http.StatusRequestEntityTooLarge},
+		{"declared beyond maxBody is capped for the handler to refuse", maxBody, strings.NewReader(strings.Repeat("y", 2*maxBody)), 2 * maxBody, false, http.StatusOK},
+		{"declared beyond the budget", 10, strings.NewReader(strings.Repeat("y", 20)), 20, false, http.StatusRequestEntityTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := NewBudget(tt.budget)
+			var inside int64
+			h := b.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				inside = b.InUse()
+			}), maxBody)
+			req := httptest.NewRequest(http.MethodPost, "/x", tt.body)
+			req.ContentLength = tt.length
+			if tt.gzip {
+				req.Header.Set("Content-Encoding", "gzip")
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tt.want {
+				t.Fatalf("status %d, want %d (%s)", rec.Code, tt.want, rec.Body)
+			}
+			if tt.want == http.StatusOK {
+				want := min(max(tt.length, 0), maxBody)
+				if tt.length < 0 || tt.gzip {
+					want = maxBody
+				}
+				if inside != want {
+					t.Errorf("reserved %d while serving, want %d", inside, want)
+				}
+			}
+			if b.InUse() != 0 {
+				t.Errorf("in use %d after the request", b.InUse())
+			}
+		})
+	}
+}
