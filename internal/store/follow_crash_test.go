@@ -125,9 +125,10 @@ func followPowerCutCampaign(t *testing.T, seed uint64, rounds int) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		wg.Add(1)
+		readSeed := rnd.Uint64()
 		go func() {
 			defer wg.Done()
-			got.follow(t, ctx, f, rnd.Uint64())
+			got.follow(t, ctx, f, readSeed)
 		}()
 		pcWork(rnd, db, st, cfs)
 		fs = cfs.crash()

@@ -151,7 +151,14 @@ func testFollowModel(t *testing.T, seed uint64) {
 		}
 	}
 	follow()
+	// A follower that never reads keeps every segment in the WAL.
+	idle, err := db.Follow("idle", FollowOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle.Close()
 	var want []item
+	stored := naive{}
 	tags := []string{"f.a", "f.b", "f.c"}
 	next := 0 // makes every point unique
 	points := func(n int) []model.Point {
@@ -171,6 +178,7 @@ func testFollowModel(t *testing.T, seed uint64) {
 				t.Fatal(err)
 			}
 			want = append(want, pointItems(pts)...)
+			stored.write(pts)
 		case k < 10:
 			pts := points(101 + rnd.IntN(900))
 			tx := db.Begin()
@@ -185,6 +193,7 @@ func testFollowModel(t *testing.T, seed uint64) {
 				t.Fatal(err)
 			}
 			want = append(want, pointItems(pts)...)
+			stored.write(pts)
 		case k < 12:
 			tx := db.Begin()
 			if err := tx.Add(points(1 + rnd.IntN(400))); err != nil {
@@ -202,6 +211,11 @@ func testFollowModel(t *testing.T, seed uint64) {
 				t.Fatal(err)
 			}
 			want = append(want, item{del: true, tag: tag, t: from, to: to})
+			for ts := range stored[tag] {
+				if ts >= from && ts < to {
+					delete(stored[tag], ts)
+				}
+			}
 		case k < 14:
 			if err := db.Flush(); err != nil {
 				t.Fatal(err)
@@ -226,6 +240,9 @@ func testFollowModel(t *testing.T, seed uint64) {
 			if db, err = Open(dir, followOptions(fs)); err != nil {
 				t.Fatal(err)
 			}
+			// Segments kept for the followers are not replayed again:
+			// deleted samples stay deleted.
+			checkStored(t, db, stored, tags)
 			follow()
 			for i, m := range fols {
 				dups := m.dups
@@ -250,8 +267,71 @@ func testFollowModel(t *testing.T, seed uint64) {
 		t.Logf("follower %s: %d items, %d entries received twice", m.name, len(m.got), m.dups)
 	}
 	st := db.Followers()
-	if len(st) != 2 || st[0].Name != "a" || st[1].Name != "b" || !st[0].Open {
+	if len(st) != 3 || st[0].Name != "a" || st[1].Name != "b" || !st[0].Open || st[2].Open || st[2].LagRecords == 0 {
 		t.Fatalf("followers: %+v", st)
 	}
 	db.Close()
+}
+
+// checkStored compares the raw samples of tags with the model.
+func checkStored(t *testing.T, db *DB, want naive, tags []string) {
+	t.Helper()
+	for _, tag := range tags {
+		got, err := db.Raw(tag, 19700*partitionMs, 19703*partitionMs, 0)
+		if errors.Is(err, ErrUnknownTag) {
+			got, err = nil, nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := want.sorted(tag)
+		if len(got) != len(w) {
+			t.Fatalf("%s: %d samples stored, want %d", tag, len(got), len(w))
+		}
+		for i := range w {
+			if got[i] != w[i] {
+				t.Fatalf("%s: sample %d is %+v, want %+v", tag, i, got[i], w[i])
+			}
+		}
+	}
+}
+
+// TestFollowStart checks where a new follower starts, and that names are
+// file names.
+func TestFollowStart(t *testing.T) {
+	db, err := Open("/data", followOptions(vfs.NewFaultFS()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	pts := []model.Point{{Tag: "s.a", T: 1, V: 1}, {Tag: "s.a", T: 2, V: 2}}
+	if err := db.Write(context.Background(), pts); err != nil {
+		t.Fatal(err)
+	}
+	end, err := db.Follow("end", FollowOptions{Start: FollowFromEnd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldest, err := db.Follow("oldest", FollowOptions{Start: FollowFromOldest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := end.Next(drained(), 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a follower from the end got earlier writes: %v", err)
+	}
+	b, err := oldest.Next(drained(), 0)
+	if err != nil || b.Points != 2 || !reflect.DeepEqual(b.Entries[0].Points, pts) {
+		t.Fatalf("a follower from the oldest record: %+v, %v", b, err)
+	}
+	if _, err := db.Follow("end", FollowOptions{}); !errors.Is(err, ErrFollowerOpen) {
+		t.Fatalf("second Follow of an open follower: %v", err)
+	}
+	if err := oldest.Ack(Position{Segment: b.End.Segment, Offset: b.End.Offset + 1}); err == nil {
+		t.Fatal("ack of a position no batch ended at was accepted")
+	}
+	for _, name := range []string{"", "../x", "a/b", ".hidden", string(make([]byte, 65))} {
+		if _, err := db.Follow(name, FollowOptions{}); err == nil {
+			t.Fatalf("follower name %q accepted", name)
+		}
+	}
 }
