@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/pith-historian/pith/internal/model"
 
@@ -333,5 +334,37 @@ func TestFollowStart(t *testing.T) {
 		if _, err := db.Follow(name, FollowOptions{}); err == nil {
 			t.Fatalf("follower name %q accepted", name)
 		}
+	}
+}
+
+// TestFollowDurableOnly writes in relaxed mode, where a write is
+// acknowledged before its fsync: a follower must not see it until the
+// fsync (here, the one of the segment cut by a flush).
+func TestFollowDurableOnly(t *testing.T) {
+	opts := followOptions(vfs.NewFaultFS())
+	opts.Durability = DurabilityRelaxed
+	opts.CommitInterval = time.Hour
+	db, err := Open("/data", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	f, err := db.Follow("f", FollowOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts := []model.Point{{Tag: "d.a", T: 1, V: 1}}
+	if err := db.Write(context.Background(), pts); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := f.Next(drained(), 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a record not yet fsynced was delivered: %+v, %v", b, err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.Next(drained(), 0)
+	if err != nil || !reflect.DeepEqual(b.Entries[0].Points, pts) {
+		t.Fatalf("after the fsync: %+v, %v", b, err)
 	}
 }
