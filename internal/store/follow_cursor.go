@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
+	"github.com/pith-historian/pith/internal/crc32c"
 
 	"github.com/pith-historian/pith/internal/store/wal"
 )
@@ -43,7 +43,7 @@ func encodeCursor(c cursorState) []byte {
 	b = binary.LittleEndian.AppendUint64(b, uint64(c.Dropped.Events))
 	b = binary.LittleEndian.AppendUint64(b, uint64(c.Dropped.Records))
 	b = binary.LittleEndian.AppendUint64(b, uint64(c.Dropped.Points))
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return binary.LittleEndian.AppendUint32(b, crc32c.Checksum(b))
 }
 
 func decodeCursor(b []byte) (cursorState, error) {
@@ -53,7 +53,7 @@ func decodeCursor(b []byte) (cursorState, error) {
 		return c, fmt.Errorf("%w: %d bytes, want %d", errBadCursor, len(b), cursorSize)
 	case string(b[:8]) != cursorMagic:
 		return c, fmt.Errorf("%w: magic %q", errBadCursor, b[:8])
-	case crc32.Checksum(b[:cursorSize-4], castagnoli) != binary.LittleEndian.Uint32(b[cursorSize-4:]):
+	case crc32c.Checksum(b[:cursorSize-4]) != binary.LittleEndian.Uint32(b[cursorSize-4:]):
 		return c, fmt.Errorf("%w: checksum mismatch", errBadCursor)
 	}
 	le := binary.LittleEndian
