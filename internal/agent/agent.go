@@ -12,8 +12,8 @@
 // opened but not fed). Only when every Prepare succeeded is every Change
 // committed; when one fails, the prepared ones are aborted and the running
 // parts keep running unchanged. Commit cannot fail, so a reload is all or
-// nothing by construction. See docs/config.md for what each section's
-// reload does.
+// nothing by construction. README.md ("Use") and docs/install.md say
+// what a reload applies.
 package agent
 
 import (

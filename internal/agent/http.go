@@ -193,7 +193,7 @@ func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *di
 	mux.Handle("/-/", col.Handler())
 	mux.Handle("/-/ready", readyHandler(h, col.Handler()))
 
-	// Compatibility endpoints (see docs/api.md).
+	// Compatibility endpoints (see README.md).
 	lpo := ingest.DefaultLineProtocolOptions()
 	lpo.Gate, lpo.Logger = gate, log
 	lp := ingest.NewLineProtocol(wr, lpo)

@@ -95,7 +95,7 @@ var _ Change = (*plant.Change)(nil)
 
 // keysPart is the API-key check of the HTTP server. It starts first: a
 // listener reachable from other machines without keys is refused before
-// anything opens (see docs/api.md).
+// anything opens (see docs/design/0003-security.md).
 type keysPart struct {
 	cfg  *config.Config
 	log  *slog.Logger

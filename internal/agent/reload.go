@@ -139,7 +139,7 @@ func (s *sighupPart) Start(ctx context.Context) error {
 func (s *sighupPart) Stop() { s.stop() }
 
 // reloadHandler answers POST /api/v1/admin/reload: 200 with what changed,
-// or 400 with the reason the config was refused (see docs/api.md).
+// or 400 with the reason the config was refused (see README.md, "Use").
 type reloadHandler struct{ a *Agent }
 
 func (h reloadHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
