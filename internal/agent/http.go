@@ -184,7 +184,8 @@ func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *di
 	opts := api.DefaultOptions()
 	opts.Controller = p.Controller()
 	opts.Meta = p.Meta()
-	opts.Deleter = db // DELETE /api/v1/data goes to the store itself, past the write wrappers
+	opts.Deleter = db        // DELETE /api/v1/data goes to the store itself, past the write wrappers
+	opts.Current = p.Table() // latest values from the tag table, not behind the archive queue
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api.NewServer(wr, opts, log).Handler())
 	mux.Handle("/api/v1/admin/freeze", diag.NewFreezeHandler(p.Archive(), log))
