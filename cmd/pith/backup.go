@@ -7,18 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/store"
 )
@@ -226,49 +222,4 @@ func printVerify(out io.Writer, rep *store.VerifyReport) {
 		state = fmt.Sprintf("%d problems", len(rep.Problems))
 	}
 	fmt.Fprintf(out, "%s %s: %d files, %s checked: %s\n", kind, rep.Dir, rep.Files, mib(rep.Bytes), state)
-}
-
-// backupHandler serves POST /api/v1/admin/backup: a backup of the running
-// store into the directory the JSON body names. The route is under
-// /api/v1/admin/, so it needs an admin key. One backup runs at a time.
-type backupHandler struct {
-	db      *store.DB
-	log     *slog.Logger
-	running sync.Mutex
-}
-
-func newBackupHandler(db *store.DB, log *slog.Logger) http.Handler {
-	return &backupHandler{db: db, log: log}
-}
-
-func (h *backupHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		api.WriteError(w, http.StatusMethodNotAllowed, "use POST with {\"dest\": \"/absolute/dir\"}")
-		return
-	}
-	var req backupRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		api.WriteError(w, http.StatusBadRequest, fmt.Sprintf("decode body: %v", err))
-		return
-	}
-	if req.Dest == "" || !filepath.IsAbs(req.Dest) {
-		api.WriteError(w, http.StatusBadRequest, fmt.Sprintf("dest %q: want an absolute directory path on the server", req.Dest))
-		return
-	}
-	if !h.running.TryLock() {
-		api.WriteError(w, http.StatusConflict, "a backup is already running")
-		return
-	}
-	defer h.running.Unlock()
-	st, err := h.db.Backup(r.Context(), filepath.Clean(req.Dest))
-	if err != nil {
-		h.log.Error("backup", "dest", req.Dest, "err", err)
-		api.WriteError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(st)
 }

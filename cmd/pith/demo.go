@@ -17,6 +17,7 @@ import (
 
 	"github.com/pith-historian/pith/internal/acq"
 	"github.com/pith-historian/pith/internal/acq/modbus"
+	"github.com/pith-historian/pith/internal/agent"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/plant"
 )
@@ -91,8 +92,8 @@ func demo(ctx context.Context, dir, listen string, out io.Writer, ready func(add
 
 	simCtx, stopSim := context.WithCancel(ctx)
 	var sim sync.WaitGroup
-	err = serve(ctx, cfg, log, func(addr string, _ *plant.Plant) {
-		// The plant's Modbus server listens before serve reports ready.
+	err = agent.Run(ctx, agent.Options{Config: cfg, Logger: log, Ready: func(addr string, _ *plant.Plant) {
+		// The plant's Modbus server listens before the agent reports ready.
 		sim.Add(1)
 		go func() {
 			defer sim.Done()
@@ -102,7 +103,7 @@ func demo(ctx context.Context, dir, listen string, out io.Writer, ready func(add
 		if ready != nil {
 			ready(addr)
 		}
-	})
+	}})
 	stopSim()
 	sim.Wait()
 	return err

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/agent"
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/plant"
@@ -94,8 +95,8 @@ type testServer struct {
 	stop  func() error
 }
 
-// startServe runs serve with cfg under ctx (a config loader in ctx makes
-// reloads work) and returns once it serves; the test fails when it does
+// startServe runs `pith serve` with cfg under ctx and returns once it
+// serves; the test fails when it does
 // not come up. The server stops at Stop or at the end of the test, which
 // then fails if serve returned an error.
 func startServe(t testing.TB, ctx context.Context, cfg *config.Config) *testServer {
@@ -108,7 +109,8 @@ func startServe(t testing.TB, ctx context.Context, cfg *config.Config) *testServ
 	upc := make(chan up, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, cfg, newLogger("warn"), func(addr string, p *plant.Plant) { upc <- up{addr, p} })
+		done <- agent.Run(ctx, agent.Options{Config: cfg, Logger: newLogger("warn"),
+			Ready: func(addr string, p *plant.Plant) { upc <- up{addr, p} }})
 	}()
 	s := &testServer{}
 	select {
@@ -132,5 +134,5 @@ func startServe(t testing.TB, ctx context.Context, cfg *config.Config) *testServ
 	return s
 }
 
-// Stop stops the server and returns serve's error.
+// Stop stops the server and returns its error.
 func (s *testServer) Stop() error { return s.stop() }

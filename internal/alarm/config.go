@@ -113,7 +113,11 @@ func Start(ctx context.Context, cfg *config.Config, tab Table, log *slog.Logger,
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = e.Run(ctx)
+		err := e.Run(ctx)
+		if err != nil {
+			log.Error("alarm engine stopped", "err", err)
+		}
+		e.exit(err)
 	}()
 	stop := func() {
 		cancel()

@@ -130,6 +130,9 @@ type Engine struct {
 	pending []Event // emitted under mu, sent to queues after
 
 	events, logErrors, overflow atomic.Uint64
+
+	exited  chan struct{}         // closed when the Run that Start began returned
+	exitErr atomic.Pointer[error] // what that Run returned, once exited is closed
 }
 
 type alarm struct {
@@ -169,7 +172,7 @@ func New(defs []Def, hist *Log, tab Table, opts Options, log *slog.Logger) (*Eng
 		log = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{log: log, opts: opts, tab: tab, hist: hist, byName: map[string]*alarm{},
-		byTag: map[string][]*alarm{}, start: opts.Clock.Now()}
+		byTag: map[string][]*alarm{}, start: opts.Clock.Now(), exited: make(chan struct{})}
 	for _, d := range defs {
 		if d.Name == "" {
 			return nil, errors.New("define alarm: empty name")
@@ -278,6 +281,25 @@ func (e *Engine) replay() error {
 		e.log.Warn("alarm log lines skipped", "lines", skipped)
 	}
 	return nil
+}
+
+// Exited returns a channel closed when the engine that Start runs has
+// stopped: at its stop, or because Run failed (see Err).
+func (e *Engine) Exited() <-chan struct{} { return e.exited }
+
+// Err returns the error the Run begun by Start failed with, nil while it
+// runs or after a normal stop.
+func (e *Engine) Err() error {
+	if p := e.exitErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// exit records how the Run begun by Start ended.
+func (e *Engine) exit(err error) {
+	e.exitErr.Store(&err)
+	close(e.exited)
 }
 
 // Run follows the table and checks delays until ctx ends. Notifiers get

@@ -167,6 +167,19 @@ func (s *PostgresSink) Send(ctx context.Context, b Batch) error {
 	return nil
 }
 
+// Connect dials the database and makes sure the target table exists now
+// rather than at the first Send, so that a config reload can refuse an
+// upstream it cannot reach before anything of the new config runs. The
+// connection is kept for the sends.
+func (s *PostgresSink) Connect(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("connect to postgres: sink closed")
+	}
+	return s.connect(ctx)
+}
+
 // write stores pts in one transaction. The fast path copies them
 // straight into the table, which costs about a plain COPY. When a row of
 // the batch is there already (a resent batch, a corrected value), the

@@ -19,85 +19,153 @@ import (
 // their scheduler and links, the Modbus servers and the control paths
 // built from them. The tag table and the archive queue outlive it, so a
 // reload keeps every current value and loses nothing already queued.
+//
+// An acquisition is built in two steps, so that a reload never stops the
+// running one before its successor is ready: prepareAcquisition builds
+// everything that can fail (stations added to a scheduler that does not
+// poll yet, links, servers bound or given their predecessor's port but
+// not answering, control paths), and run makes it live.
 type acquisition struct {
+	cfg     config.Modbus
 	sched   *acq.Scheduler
 	links   *acq.ModbusLinks
 	servers []*publisher
 	ctl     *controller
-	cancel  context.CancelFunc
-	stops   []stopStep // in start order
+	running bool
 }
 
-// startAcquisition starts the stations, servers and control paths of cfg
-// on tab. On error whatever was started is stopped again.
-func startAcquisition(ctx context.Context, cfg *config.Config, tab *tag.Table, clk acq.Clock, log *slog.Logger) (*acquisition, error) {
-	a := &acquisition{}
-	ctx, a.cancel = context.WithCancel(ctx)
-	if err := a.start(ctx, cfg, tab, clk, log); err != nil {
-		a.stop(log)
+// prepareAcquisition builds the acquisition of cfg on tab next to prev,
+// the running one (nil at the first start): a server of prev whose
+// settings are unchanged is kept as it is, one whose listen address is
+// unchanged takes over its bound port. Nothing of it polls or answers
+// until run; on error whatever it built is released and prev is
+// untouched.
+func prepareAcquisition(ctx context.Context, cfg *config.Config, tab *tag.Table, clk acq.Clock, prev *acquisition, log *slog.Logger) (*acquisition, error) {
+	a := &acquisition{cfg: cfg.Modbus}
+	if err := a.prepare(ctx, cfg, tab, clk, prev, log); err != nil {
+		a.release(prev, log)
 		return nil, err
 	}
 	return a, nil
 }
 
-func (a *acquisition) start(ctx context.Context, cfg *config.Config, tab *tag.Table, clk acq.Clock, log *slog.Logger) error {
+func (a *acquisition) prepare(ctx context.Context, cfg *config.Config, tab *tag.Table, clk acq.Clock, prev *acquisition, log *slog.Logger) error {
+	t := time.Now()
 	a.sched = acq.NewScheduler(tab, clk, log.With("part", "acq"))
-	step := func(name string, start func() error, stop func() error) error {
-		t := time.Now()
-		if err := start(); err != nil {
-			return err
-		}
-		a.stops = append(a.stops, stopStep{name: name, stop: stop})
-		log.Info("plant part started", "part", name, "took", time.Since(t).Round(time.Microsecond))
-		return nil
-	}
 	// Stations are added (their tags defined) before the servers and the
 	// control path look tags up, so that those see the stations' metadata.
-	err := step("modbus stations", func() error {
-		var err error
-		a.links, err = a.sched.AddModbus(cfg.Modbus.Clients, log.With("part", "modbus-client"))
-		return err
-	}, func() error { return a.links.Close() })
-	if err != nil {
+	var err error
+	if a.links, err = a.sched.AddModbus(cfg.Modbus.Clients, log.With("part", "modbus-client")); err != nil {
 		return err
 	}
-	for i := range cfg.Modbus.Servers {
-		sc := cfg.Modbus.Servers[i]
-		var pub *publisher
-		err := step("modbus server "+sc.Listen, func() error {
-			var err error
-			pub, err = startPublisher(ctx, sc, tab, log.With("part", "modbus-server", "listen", sc.Listen))
-			return err
-		}, func() error { return pub.stop() })
+	log.Info("plant part prepared", "part", "modbus stations", "stations", len(cfg.Modbus.Clients), "took", time.Since(t).Round(time.Microsecond))
+	for i, sc := range cfg.Modbus.Servers {
+		if old := prev.server(sc.Listen); old != nil && reflect.DeepEqual(old.cfg, sc) {
+			a.servers = append(a.servers, old) // unchanged: keeps running as it is
+			continue
+		}
+		var inherit *port
+		if old := prev.server(sc.Listen); old != nil {
+			inherit = old.port
+		}
+		t := time.Now()
+		pub, err := newPublisher(ctx, sc, tab, inherit, log.With("part", "modbus-server", "listen", sc.Listen))
 		if err != nil {
 			return fmt.Errorf("start modbus.server[%d]: %w", i, err)
 		}
 		a.servers = append(a.servers, pub)
+		log.Info("plant part prepared", "part", "modbus server "+sc.Listen, "took", time.Since(t).Round(time.Microsecond))
 	}
 	if a.ctl, err = newController(cfg.Modbus, tab, a.links, log.With("part", "control")); err != nil {
 		return err
 	}
-	return step("scheduler", func() error { return a.sched.Start(ctx) },
-		func() error { a.sched.Stop(); return nil })
+	return nil
 }
 
-// stop ends the parts in reverse start order, logging each.
-func (a *acquisition) stop(log *slog.Logger) error {
-	a.cancel()
-	var errs []error
-	for i := len(a.stops) - 1; i >= 0; i-- {
-		s := a.stops[i]
-		t := time.Now()
-		err := s.stop()
-		took := time.Since(t).Round(time.Microsecond)
-		if err != nil {
-			log.Error("plant part stopped with an error", "part", s.name, "took", took, "err", err)
-			errs = append(errs, fmt.Errorf("stop %s: %w", s.name, err))
+// server returns a's publisher listening on listen, nil when none (or a
+// is nil).
+func (a *acquisition) server(listen string) *publisher {
+	if a == nil {
+		return nil
+	}
+	for _, s := range a.servers {
+		if s.cfg.Listen == listen {
+			return s
+		}
+	}
+	return nil
+}
+
+// owns reports whether pub is a server of a.
+func (a *acquisition) owns(pub *publisher) bool {
+	return a != nil && a.server(pub.cfg.Listen) == pub
+}
+
+// run makes a prepared acquisition live: its new servers answer, its
+// stations poll. The acquisition it was prepared next to must be stopped.
+func (a *acquisition) run(ctx context.Context, log *slog.Logger) {
+	for _, s := range a.servers {
+		if s.served == nil {
+			s.serve()
+		}
+	}
+	t := time.Now()
+	if err := a.sched.Start(ctx); err != nil {
+		// Only a second Start fails, and run is called once.
+		log.Error("start scheduler", "err", err)
+	}
+	a.running = true
+	log.Info("plant part started", "part", "scheduler", "took", time.Since(t).Round(time.Microsecond))
+}
+
+// release undoes prepareAcquisition for an acquisition that never ran:
+// its own servers close (ports taken over stay with prev) and its links
+// close; prev's kept servers are not touched.
+func (a *acquisition) release(prev *acquisition, log *slog.Logger) {
+	for _, s := range a.servers {
+		if prev.owns(s) {
 			continue
 		}
-		log.Info("plant part stopped", "part", s.name, "took", took)
+		if err := s.stop(false); err != nil {
+			log.Warn("release modbus server", "listen", s.cfg.Listen, "err", err)
+		}
 	}
-	a.stops = nil
+	if a.links != nil {
+		if err := a.links.Close(); err != nil {
+			log.Warn("release modbus links", "err", err)
+		}
+	}
+}
+
+// stop ends the parts in reverse start order, logging each: the
+// scheduler, the servers, then the links. Servers next keeps are left
+// running, and the ports of those next takes over stay bound (next is nil
+// at the plant's stop).
+func (a *acquisition) stop(next *acquisition, log *slog.Logger) error {
+	var errs []error
+	step := func(name string, stop func() error) {
+		t := time.Now()
+		err := stop()
+		took := time.Since(t).Round(time.Microsecond)
+		if err != nil {
+			log.Error("plant part stopped with an error", "part", name, "took", took, "err", err)
+			errs = append(errs, fmt.Errorf("stop %s: %w", name, err))
+			return
+		}
+		log.Info("plant part stopped", "part", name, "took", took)
+	}
+	if a.running {
+		step("scheduler", func() error { a.sched.Stop(); return nil })
+	}
+	for i := len(a.servers) - 1; i >= 0; i-- {
+		s := a.servers[i]
+		if next.owns(s) {
+			continue
+		}
+		handOver := next.server(s.cfg.Listen) != nil
+		step("modbus server "+s.cfg.Listen, func() error { return s.stop(handOver) })
+	}
+	step("modbus stations", a.links.Close)
 	return errors.Join(errs...)
 }
 
@@ -118,45 +186,102 @@ func (l *liveController) Control(ctx context.Context, name string, value float64
 	return c.Control(ctx, name, value, who)
 }
 
-// Reload replaces the stations, Modbus servers and control paths with
-// those of cfg when its [modbus] section differs from the running one; it
-// reports whether it did. The tag table and the archive queue stay: every
-// current value and everything queued for the store is kept, and polling
-// pauses only for the switch. Tags of removed stations keep their last
-// value and turn bad, since nothing updates them any more. When cfg's
-// acquisition cannot start (a server port taken, a serial port missing),
-// the previous one is started again and the error says so.
+// Reload applies cfg at once: Prepare, then Commit. It reports whether
+// the acquisition restarted.
 func (p *Plant) Reload(cfg *config.Config) (bool, error) {
+	ch, err := p.Prepare(cfg)
+	if err != nil {
+		return false, err
+	}
+	ch.Commit()
+	return ch.Restarts(), nil
+}
+
+// Change is a prepared reload of the plant: Commit makes it the running
+// acquisition, Abort drops it. Exactly one of them must be called.
+type Change struct {
+	p    *Plant
+	cfg  *config.Config
+	next *acquisition // nil when [modbus] is unchanged
+	done bool
+}
+
+// Prepare builds the stations, Modbus servers and control paths of cfg
+// next to the running ones when its [modbus] section differs, without
+// letting any of them poll or answer: a server whose listen address is
+// unchanged will take over its predecessor's port at Commit, one whose
+// settings are unchanged keeps running. When something cannot be built (a
+// server port taken, a bad station) it returns the error and the running
+// acquisition is untouched. Reloads must not overlap: call Commit or
+// Abort before the next Prepare.
+func (p *Plant) Prepare(cfg *config.Config) (*Change, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.acq == nil {
-		return false, errors.New("reload: plant stopped")
+		return nil, errors.New("prepare reload: plant stopped")
 	}
+	ch := &Change{p: p, cfg: cfg}
 	if reflect.DeepEqual(p.cfg.Modbus, cfg.Modbus) {
-		p.cfg = cfg
-		return false, nil
+		return ch, nil
+	}
+	p.log.Info("preparing acquisition", "stations", len(cfg.Modbus.Clients), "servers", len(cfg.Modbus.Servers))
+	next, err := prepareAcquisition(p.ctx, cfg, p.tab, p.opts.Clock, p.acq, p.log)
+	if err != nil {
+		return nil, fmt.Errorf("prepare acquisition: %w", err)
+	}
+	ch.next = next
+	return ch, nil
+}
+
+// Restarts reports whether Commit restarts the acquisition.
+func (c *Change) Restarts() bool { return c.next != nil }
+
+// Commit stops the running stations and the servers cfg changed, then
+// starts the prepared ones: polling pauses only for the switch, and the
+// tag table and the archive queue stay, so every current value and
+// everything queued for the store is kept. Tags of removed stations keep
+// their last value and turn bad, since nothing updates them any more.
+// Commit cannot fail; on a plant stopped since Prepare it aborts.
+func (c *Change) Commit() {
+	if c.done {
+		return
+	}
+	c.done = true
+	p := c.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.acq == nil {
+		if c.next != nil {
+			c.next.release(nil, p.log)
+		}
+		return
 	}
 	old := p.cfg
-	p.log.Info("reloading acquisition", "stations", len(cfg.Modbus.Clients), "servers", len(cfg.Modbus.Servers))
-	p.ctl.cur.Store(nil)
-	if err := p.acq.stop(p.log); err != nil {
-		p.log.Warn("stop previous acquisition", "err", err)
-	}
-	p.acq = nil
-	a, err := startAcquisition(p.ctx, cfg, p.tab, p.opts.Clock, p.log)
-	if err != nil {
-		back, berr := startAcquisition(p.ctx, old, p.tab, p.opts.Clock, p.log)
-		if berr != nil {
-			return true, fmt.Errorf("reload acquisition: %w; restarting the previous one failed too: %v", err, berr)
+	if c.next != nil {
+		p.ctl.cur.Store(nil)
+		if err := p.acq.stop(c.next, p.log); err != nil {
+			p.log.Warn("stop previous acquisition", "err", err)
 		}
-		p.acq = back
-		p.ctl.cur.Store(back.ctl)
-		return false, fmt.Errorf("reload acquisition: %w (previous stations restored)", err)
+		c.next.run(p.ctx, p.log)
+		p.acq = c.next
+		p.ctl.cur.Store(c.next.ctl)
+		p.markRemoved(old, c.cfg)
 	}
-	p.acq, p.cfg = a, cfg
-	p.ctl.cur.Store(a.ctl)
-	p.markRemoved(old, cfg)
-	return true, nil
+	p.cfg = c.cfg
+}
+
+// Abort drops what Prepare built; the running acquisition is untouched.
+func (c *Change) Abort() {
+	if c.done {
+		return
+	}
+	c.done = true
+	if c.next == nil {
+		return
+	}
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	c.next.release(c.p.acq, c.p.log)
 }
 
 // markRemoved turns the tags of stations that old had and cfg has not

@@ -148,10 +148,11 @@ func (p *Plant) start(ctx context.Context, cfg *config.Config, db archive.Writer
 		}
 	}
 	p.ctx = ctx
-	a, err := startAcquisition(ctx, cfg, p.tab, p.opts.Clock, p.log)
+	a, err := prepareAcquisition(ctx, cfg, p.tab, p.opts.Clock, nil, p.log)
 	if err != nil {
 		return err
 	}
+	a.run(ctx, p.log)
 	p.acq, p.cfg = a, cfg
 	p.ctl.cur.Store(a.ctl)
 	p.stops = append(p.stops, stopStep{name: "acquisition", stop: func() error {
@@ -161,7 +162,7 @@ func (p *Plant) start(ctx context.Context, cfg *config.Config, db archive.Writer
 		if p.acq == nil {
 			return nil
 		}
-		err := p.acq.stop(p.log)
+		err := p.acq.stop(nil, p.log)
 		p.acq = nil
 		return err
 	}})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -53,6 +54,11 @@ type publisher struct {
 	// writable value to its index in regs.
 	writable map[uint32]int
 	done     chan struct{}
+	cancel   context.CancelFunc  // ends run
+	cfg      config.ModbusServer // to tell an unchanged server at reload
+	port     *port               // the bound listener, possibly inherited
+	inherit  bool                // port belongs to the predecessor until serve
+	served   chan struct{}       // closed when Serve returned; nil before serve
 
 	encodeErrs atomic.Uint64
 	lastWarn   atomic.Int64 // Unix nanoseconds of the last encode warning
@@ -60,15 +66,17 @@ type publisher struct {
 
 func addrKey(a modbus.Area, addr uint16) uint32 { return uint32(a)<<16 | uint32(addr) }
 
-// startPublisher defines the tags the server publishes that nobody defined
+// newPublisher defines the tags the server publishes that nobody defined
 // yet, subscribes to them, fills the bank with their current values and
-// starts listening.
-func startPublisher(ctx context.Context, sc config.ModbusServer, tab *tag.Table, log *slog.Logger) (*publisher, error) {
+// binds the listen address, or takes over the bound port of inherit (the
+// running server of the same address, at a reload). It does not answer
+// clients until serve: a reload builds it next to the running one.
+func newPublisher(ctx context.Context, sc config.ModbusServer, tab *tag.Table, inherit *port, log *slog.Logger) (*publisher, error) {
 	regs, err := sc.ExpandedRegisters()
 	if err != nil {
 		return nil, err
 	}
-	p := &publisher{log: log, tab: tab, byID: map[tag.ID][]int{}, writable: map[uint32]int{}, done: make(chan struct{})}
+	p := &publisher{log: log, tab: tab, byID: map[tag.ID][]int{}, writable: map[uint32]int{}, done: make(chan struct{}), cfg: sc}
 	for _, r := range regs {
 		id, ok := tab.Lookup(r.Tag)
 		if !ok {
@@ -98,12 +106,18 @@ func startPublisher(ctx context.Context, sc config.ModbusServer, tab *tag.Table,
 			}
 		}
 	}
+	if inherit != nil {
+		p.port, p.inherit = inherit, true
+	} else if p.port, err = listenPort(sc.Listen); err != nil {
+		return nil, err
+	}
 	opts := modbus.DefaultServerOptions()
 	opts.Addr = sc.Listen
 	opts.UnitID = uint8(sc.Unit)
 	opts.Logger = log
 	opts.OnWrite = p.onWrite
 	p.srv = modbus.NewServer(opts)
+	p.addr = p.port.Addr().String()
 
 	// Subscribe before reading the current values, so that a change made
 	// in between is delivered rather than lost.
@@ -113,15 +127,22 @@ func startPublisher(ctx context.Context, sc config.ModbusServer, tab *tag.Table,
 			p.publish(i, v.V)
 		}
 	}
-	addr, err := p.srv.Listen()
-	if err != nil {
-		tab.Unsubscribe(p.sub)
-		return nil, err
-	}
-	p.addr = addr.String()
-	log.Info("modbus server listening", "addr", p.addr, "values", len(p.regs), "writable", len(p.writable))
+	ctx, p.cancel = context.WithCancel(ctx)
 	go p.run(ctx)
 	return p, nil
+}
+
+// serve starts answering clients on the publisher's port; the
+// predecessor that held the port must have stopped.
+func (p *publisher) serve() {
+	p.inherit = false
+	p.served = make(chan struct{})
+	ln := p.port.lease()
+	go func() {
+		defer close(p.served)
+		_ = p.srv.Serve(ln)
+	}()
+	p.log.Info("modbus server listening", "addr", p.addr, "values", len(p.regs), "writable", len(p.writable))
 }
 
 // run applies the table's changes to the bank until ctx ends.
@@ -227,13 +248,81 @@ func (p *publisher) onWrite(w modbus.Write) error {
 	return nil
 }
 
-// stop closes the server and ends the bank updates.
-func (p *publisher) stop() error {
+// stop closes the server and ends the bank updates. keepPort leaves the
+// bound port open for a successor; a port still inherited (the publisher
+// never served) belongs to its predecessor and is never closed here.
+func (p *publisher) stop(keepPort bool) error {
 	err := p.srv.Close()
+	if p.served != nil {
+		<-p.served
+	}
 	p.tab.Unsubscribe(p.sub)
+	p.cancel()
 	<-p.done
 	if errors.Is(err, modbus.ErrServerClosed) {
 		err = nil
 	}
+	if !keepPort && !p.inherit {
+		if cerr := p.port.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
+			err = errors.Join(err, fmt.Errorf("close modbus port %s: %w", p.addr, cerr))
+		}
+	}
 	return err
+}
+
+// port is a Modbus server's bound TCP listener. It outlives the server
+// answering on it, so that a reload keeping a server's listen address
+// hands the port to the new server: clients see their connection closed
+// and reconnect, never a refused connection.
+type port struct {
+	*net.TCPListener
+}
+
+func listenPort(addr string) (*port, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen modbus %s: %w", addr, err)
+	}
+	tl, ok := ln.(*net.TCPListener)
+	if !ok {
+		ln.Close()
+		return nil, fmt.Errorf("listen modbus %s: not a TCP listener", addr)
+	}
+	return &port{tl}, nil
+}
+
+// lease returns the view of the port one server serves: closing it (as
+// the server's Close does) ends that server's Accept and leaves the port
+// bound.
+func (p *port) lease() *lease {
+	_ = p.SetDeadline(time.Time{}) // a previous lease's Close set one
+	return &lease{port: p}
+}
+
+// lease is a port as one server sees it.
+type lease struct {
+	*port
+	closed atomic.Bool
+}
+
+var _ net.Listener = (*lease)(nil)
+
+// Accept returns the next client until Close.
+func (l *lease) Accept() (net.Conn, error) {
+	c, err := l.port.Accept()
+	if l.closed.Load() {
+		if c != nil {
+			// Accepted as the lease ended: the client reconnects to the
+			// successor.
+			c.Close()
+		}
+		return nil, net.ErrClosed
+	}
+	return c, err
+}
+
+// Close ends Accept by a deadline in the past; the port stays bound.
+func (l *lease) Close() error {
+	l.closed.Store(true)
+	return l.port.SetDeadline(time.Now())
 }

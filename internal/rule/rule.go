@@ -155,10 +155,27 @@ func (e *Engine) compileAll(c config.Rules) ([]*Rule, error) {
 // judgement writes its output again) but keeps an override of the same
 // tag; a removed one stops writing.
 func (e *Engine) Reload(c config.Rules) error {
-	rules, err := e.compileAll(c)
+	apply, err := e.PrepareReload(c)
 	if err != nil {
 		return err
 	}
+	apply()
+	return nil
+}
+
+// PrepareReload compiles c's rules and returns how to make them the
+// running ones, changing nothing yet; apply cannot fail. A config reload
+// calls it only once every part of the new config was prepared.
+func (e *Engine) PrepareReload(c config.Rules) (apply func(), err error) {
+	rules, err := e.compileAll(c)
+	if err != nil {
+		return nil, err
+	}
+	return func() { e.apply(c, rules) }, nil
+}
+
+// apply swaps in compiled rules, carrying over the state of unchanged ones.
+func (e *Engine) apply(c config.Rules, rules []*Rule) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, r := range rules {
@@ -174,7 +191,6 @@ func (e *Engine) Reload(c config.Rules) error {
 		}
 	}
 	e.rules, e.dryRun = rules, c.DryRun
-	return nil
 }
 
 // compile compiles a condition with the rule functions:

@@ -89,15 +89,28 @@ func New(c config.Schedules, dir string, tab Table, clk Clock, log *slog.Logger)
 // bookings are kept (those of a schedule that no longer exists stay
 // stored but inert, and are listed).
 func (e *Engine) Reload(c config.Schedules) error {
-	cal, err := NewCalendar(c)
+	apply, err := e.PrepareReload(c)
 	if err != nil {
 		return err
+	}
+	apply()
+	return nil
+}
+
+// PrepareReload checks c and builds what Reload would apply, changing
+// nothing but the definitions of the schedules' tags (a new tag has no
+// value until apply). The returned apply cannot fail; a config reload
+// calls it only once every part of the new config was prepared.
+func (e *Engine) PrepareReload(c config.Schedules) (apply func(), err error) {
+	cal, err := NewCalendar(c)
+	if err != nil {
+		return nil, err
 	}
 	var fromCfg []Booking
 	for i, b := range c.Booking {
 		bk := Booking{ID: fmt.Sprintf("config-%d", i), Schedule: b.Schedule, Start: b.Start, End: b.End, Note: b.Note, Source: "config"}
 		if err := cal.parseBooking(&bk); err != nil {
-			return fmt.Errorf("schedules.booking[%d]: %w", i, err)
+			return nil, fmt.Errorf("schedules.booking[%d]: %w", i, err)
 		}
 		fromCfg = append(fromCfg, bk)
 	}
@@ -107,10 +120,15 @@ func (e *Engine) Reload(c config.Schedules) error {
 		id, err := e.tab.Define(tag.Def{Name: s.Tag, Source: "schedule:" + name, Unit: "on/off",
 			Description: "state of schedule " + name + " (1 on, 0 off)"})
 		if err != nil {
-			return fmt.Errorf("define tag of schedule %q: %w", name, err)
+			return nil, fmt.Errorf("define tag of schedule %q: %w", name, err)
 		}
 		ids[name] = id
 	}
+	return func() { e.apply(c, cal, fromCfg, ids) }, nil
+}
+
+// apply makes a prepared calendar the running one.
+func (e *Engine) apply(c config.Schedules, cal *Calendar, fromCfg []Booking, ids map[string]tag.ID) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	// A schedule removed from the file is off: its tag must not stay at 1
@@ -132,7 +150,6 @@ func (e *Engine) Reload(c config.Schedules) error {
 			e.log.Warn("booking inert after reload", "id", e.fromAPI[i].ID, "err", err)
 		}
 	}
-	return nil
 }
 
 // Run writes the states every scan until ctx ends.

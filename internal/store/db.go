@@ -105,6 +105,8 @@ type DB struct {
 	// tombstones are the committed deletes whose WAL record may still be
 	// replayed (see delete.go); guarded by flushMu, read alone by replay.
 	tombstones []tombstone
+
+	follow *followers // see follow.go
 }
 
 // frozenHead is a head waiting to be flushed, with the WAL segment from
@@ -134,6 +136,10 @@ type manifest struct {
 	// the records before them (see delete.go). Omitted when empty, so a
 	// manifest without deletes reads the same to older versions.
 	Deletes []tombstone `json:"deletes,omitempty"`
+	// Txns are bulk transactions and deletes this write commits whose WAL
+	// commit record, for the followers, may not be durable yet: Open
+	// appends the ones it does not find (see follow_retain.go).
+	Txns []uint64 `json:"txns,omitempty"`
 }
 
 // Open opens or creates the store in dir and replays its WAL.
@@ -152,6 +158,9 @@ func Open(dir string, opts Options) (_ *DB, err error) {
 	}
 	if opts.BulkPoints <= 0 {
 		opts.BulkPoints = DefaultOptions().BulkPoints
+	}
+	if opts.FollowMaxBytes <= 0 {
+		opts.FollowMaxBytes = DefaultFollowMaxBytes
 	}
 	if opts.MaxRunsPerPart <= 1 {
 		opts.MaxRunsPerPart = DefaultOptions().MaxRunsPerPart
@@ -180,6 +189,7 @@ func Open(dir string, opts Options) (_ *DB, err error) {
 		flushed:    make(chan struct{}),
 		stop:       make(chan struct{}),
 		cache:      newCaches(opts.TierCacheBytes, opts.ChunkCacheBytes),
+		follow:     newFollowers(),
 	}
 	db.nextTxn.Store(uint64(opts.Now().UnixNano()))
 	if isOS(fs) {
@@ -219,6 +229,11 @@ func Open(dir string, opts Options) (_ *DB, err error) {
 		return nil, fmt.Errorf("open wal: %w", err)
 	}
 	if err := db.replay(m.Checkpoint); err != nil {
+		db.wal.Close()
+		db.closeRuns()
+		return nil, err
+	}
+	if err := db.openFollowers(m); err != nil {
 		db.wal.Close()
 		db.closeRuns()
 		return nil, err
@@ -365,7 +380,8 @@ func (db *DB) closeRuns() {
 }
 
 // replay applies the WAL records after the checkpoint in order. Bulk
-// transactions never reach the WAL: they commit by a manifest write.
+// transactions commit by a manifest write: their data records in the WAL
+// (written only for followers) are not applied.
 func (db *DB) replay(from uint32) error {
 	start := wal.Pos{Segment: from}
 	db.replaying, db.replayFrom = true, from
@@ -375,9 +391,19 @@ func (db *DB) replay(from uint32) error {
 	err := db.wal.Replay(start, func(pos wal.Pos, rec []byte) error {
 		recs++
 		if len(rec) == 0 || rec[0] != recData {
-			return nil // a delete record acts through its tombstone
+			// A delete record acts through its tombstone; the others
+			// are for the followers.
+			db.follow.noteReplayed(rec)
+			return nil
 		}
-		if err := decodeDataRecord(rec, &d); err != nil || d.txn != txnAuto {
+		err := decodeDataRecord(rec, &d)
+		if err == nil && d.txn != txnAuto {
+			// A bulk transaction's copy for the followers: its run
+			// files hold the points.
+			db.follow.maxID = max(db.follow.maxID, d.txn)
+			return nil
+		}
+		if err != nil {
 			db.log.Error("skipping undecodable wal record", "segment", pos.Segment, "offset", pos.Offset, "err", err)
 			return nil
 		}

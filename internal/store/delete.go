@@ -173,8 +173,15 @@ func (db *DB) deleteLocked(t tombstone) (int64, error) {
 	}
 	// The manifest write installs the new runs and the tombstone at once.
 	db.tombstones = append(db.tombstones, t)
+	following := db.following()
+	if following {
+		db.addPending(t.ID) // followers deliver the delete at its commit record
+	}
 	if err := db.install(added, replaced, nil, 0); err != nil {
 		db.tombstones = db.tombstones[:len(db.tombstones)-1]
+		if following {
+			db.dropPending(t.ID)
+		}
 		return 0, err
 	}
 	db.dropFromHeads(id, t.From, t.To)

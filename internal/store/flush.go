@@ -278,8 +278,9 @@ func disjoint(runs []*runFile) bool {
 	return true
 }
 
-// commitBulk publishes the private runs of a bulk transaction.
-func (db *DB) commitBulk(runs map[int64][]*runFile) error {
+// commitBulk publishes the private runs of a bulk transaction; txn is its
+// id when its points were copied to the WAL for the followers, else 0.
+func (db *DB) commitBulk(runs map[int64][]*runFile, txn uint64) error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
@@ -299,7 +300,13 @@ func (db *DB) commitBulk(runs map[int64][]*runFile) error {
 	if err := db.series.save(db.fs, db.dir); err != nil {
 		return err
 	}
+	if txn != 0 {
+		db.addPending(txn)
+	}
 	if err := db.installRuns(runs, nil, 0); err != nil {
+		if txn != 0 {
+			db.dropPending(txn)
+		}
 		return err
 	}
 	s := db.series
@@ -489,6 +496,7 @@ func (db *DB) install(added, replaced map[int64][]*runFile, swap func(), checkpo
 	m.Runs = append(m.Runs, db.broken...)
 	sort.Strings(m.Runs)
 	m.Deletes = liveTombstones(db.tombstones, m.Checkpoint)
+	m.Txns = db.follow.pending
 	buf := encodeManifest(&m)
 	if err := writeFileAtomic(db.fs, filepath.Join(db.dir, "MANIFEST"), buf); err != nil {
 		db.mu.Unlock()
@@ -509,8 +517,13 @@ func (db *DB) install(added, replaced map[int64][]*runFile, swap func(), checkpo
 		}
 	}
 	db.mu.Unlock()
-	if checkpoint > 0 && !db.replaying {
-		if err := db.wal.TruncateBefore(checkpoint); err != nil {
+	if db.replaying {
+		return nil
+	}
+	db.commitPending()
+	db.follow.checkpoint.Store(m.Checkpoint)
+	if checkpoint > 0 {
+		if err := db.releaseWAL(checkpoint); err != nil {
 			db.log.Warn("truncate wal", "err", err)
 		}
 	}

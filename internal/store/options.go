@@ -31,6 +31,11 @@ type Options struct {
 	RetentionRaw     time.Duration // days older than this keep only rollups; older writes are refused (0: forever)
 	RetentionRollups time.Duration // days older than this are removed (0: forever)
 
+	// FollowMaxBytes bounds the WAL kept for followers (db.Follow): past
+	// it the oldest segments are released even if a follower still needs
+	// them, and that follower counts the loss.
+	FollowMaxBytes int64
+
 	TierCacheBytes  int // decoded rollup tiers kept in memory for queries
 	ChunkCacheBytes int // decoded raw chunks (bucket edges) kept for queries
 
@@ -52,6 +57,7 @@ func DefaultOptions() Options {
 		HeadMaxAge:      10 * time.Minute,
 		MaxRunsPerPart:  8,
 		BulkPoints:      1 << 16,
+		FollowMaxBytes:  DefaultFollowMaxBytes,
 		TierCacheBytes:  8 << 20,
 		ChunkCacheBytes: 32 << 20,
 		Logger:          slog.Default(),

@@ -64,6 +64,37 @@ func BenchmarkBulkImport(b *testing.B) {
 	b.ReportMetric(float64(len(pts)*b.N)/b.Elapsed().Seconds(), "points/s")
 }
 
+// BenchmarkBulkImportFollowed is BenchmarkBulkImport with a follower:
+// the transaction's points are also copied to the WAL, so they are written
+// twice.
+func BenchmarkBulkImportFollowed(b *testing.B) {
+	pts := feedLike(1 << 20)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		db, err := Open(b.TempDir(), DefaultOptions())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := db.Follow("upstream", FollowOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		tx := db.Begin()
+		for k := 0; k < len(pts); k += 1 << 16 {
+			if err := tx.Add(pts[k : k+1<<16]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := tx.Commit(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		db.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(len(pts)*b.N)/b.Elapsed().Seconds(), "points/s")
+}
+
 // BenchmarkSmallWrites is acquisition: 100 points per durable write.
 func BenchmarkSmallWrites(b *testing.B) {
 	for _, mode := range []Durability{DurabilityRelaxed, DurabilityFsync} {

@@ -13,12 +13,34 @@ import (
 // and checksums records, this file gives them meaning. The layout is in
 // docs/format/store.md.
 const (
-	recData byte = 'D' // txn uvarint (0: commits itself), names, points
+	recData   byte = 'D' // txn uvarint (0: commits itself), names, points
+	recCommit byte = 'C' // id uvarint: the bulk transaction or delete id committed
+	recAbort  byte = 'A' // id uvarint: the bulk transaction id rolled back
+	recOpen   byte = 'O' // no payload: the store opened; nothing begun before it commits later
 )
 
-// txnAuto marks a data record that commits itself, the only kind written
-// today; the field leaves room for multi-record transactions.
+// txnAuto marks a data record that commits itself. A data record with
+// another txn is a copy of a bulk transaction's points, written for the
+// followers only (follow.go): replay never applies it, the run files hold
+// those points.
 const txnAuto = 0
+
+// appendTxnRecord encodes a commit or abort record of transaction id.
+func appendTxnRecord(dst []byte, typ byte, id uint64) []byte {
+	return binary.AppendUvarint(append(dst, typ), id)
+}
+
+// decodeTxnRecord decodes a commit or abort record and returns its id.
+func decodeTxnRecord(rec []byte) (uint64, error) {
+	if len(rec) < 2 || (rec[0] != recCommit && rec[0] != recAbort) {
+		return 0, errors.New("not a commit or abort record")
+	}
+	id, n := binary.Uvarint(rec[1:])
+	if n <= 0 || n != len(rec)-1 {
+		return 0, errShortRecord
+	}
+	return id, nil
+}
 
 // appendDataRecord encodes pts as one data record of transaction txn with
 // every tag written by name.

@@ -152,6 +152,14 @@ type Tx struct {
 	n       int
 	err     error
 	done    bool
+
+	// With followers, a bulk transaction also copies its points to the
+	// WAL as data records of transaction txn (0: no copy), which followers
+	// deliver once the commit record after the MANIFEST write is read.
+	txn     uint64
+	walLast wal.Pos // the last data record appended
+	walRecs int     // data records appended
+	walBuf  []byte
 }
 
 // Begin starts a transaction. It must end with Commit or Rollback.
@@ -182,6 +190,9 @@ func (tx *Tx) Add(pts []model.Point) error {
 	if tx.private == nil {
 		tx.private = newHead()
 		tx.runs = make(map[int64][]*runFile)
+		if tx.db.following() {
+			tx.txn = tx.db.nextTxn.Add(1)
+		}
 		if err := tx.stage(tx.pending); err != nil {
 			return err
 		}
@@ -196,6 +207,12 @@ func (tx *Tx) Add(pts []model.Point) error {
 // stage adds points to the private head, writing it out when full.
 func (tx *Tx) stage(pts []model.Point) error {
 	db, h, s := tx.db, tx.private, tx.db.series
+	if tx.txn != 0 {
+		if err := tx.copyToWAL(pts); err != nil {
+			tx.err = err
+			return err
+		}
+	}
 	s.mu.Lock()
 	for i := range pts {
 		p := &pts[i]
@@ -209,6 +226,25 @@ func (tx *Tx) stage(pts []model.Point) error {
 	tx.n += len(pts)
 	if h.samples >= db.opts.HeadMaxSamples {
 		return tx.spill()
+	}
+	return nil
+}
+
+// copyToWAL appends pts to the WAL as data records of the transaction,
+// for the followers. They are synced before the commit point.
+func (tx *Tx) copyToWAL(pts []model.Point) error {
+	db := tx.db
+	for len(pts) > 0 {
+		n := min(len(pts), bulkRecordPoints)
+		tx.walBuf = appendDataRecordIDs(tx.walBuf[:0], tx.txn, pts[:n], tx.names, tx.order, db.series.savedID)
+		pos, err := db.wal.Append(tx.walBuf)
+		if err != nil {
+			return fmt.Errorf("copy transaction to wal: %w", err)
+		}
+		db.stats.WALBytes.Add(int64(len(tx.walBuf)))
+		tx.walLast = pos
+		tx.walRecs++
+		pts = pts[n:]
 	}
 	return nil
 }
@@ -264,6 +300,11 @@ func (tx *Tx) Rollback() {
 	tx.wait()
 	tx.db.discard(tx.runs)
 	tx.runs = nil
+	if tx.walRecs > 0 {
+		// Followers drop the transaction's records here; if this record
+		// is lost, the open record of the next Open does it.
+		tx.db.wal.Append(appendTxnRecord(nil, recAbort, tx.txn))
+	}
 }
 
 // Commit makes the transaction durable and visible.
@@ -296,7 +337,15 @@ func (tx *Tx) Commit(ctx context.Context) error {
 		tx.Rollback()
 		return db.noteDisk(&db.nospace.flush, "bulk writes", err)
 	}
-	if err := db.noteDisk(&db.nospace.flush, "bulk writes", db.commitBulk(tx.runs)); err != nil {
+	if tx.walRecs > 0 {
+		// The copy is durable before the commit point: a commit record
+		// recovered at Open must find every data record.
+		if err := db.wal.Sync(context.Background(), tx.walLast); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("commit write: %w", db.noteDisk(&db.nospace.wal, "writes", err))
+		}
+	}
+	if err := db.noteDisk(&db.nospace.flush, "bulk writes", db.commitBulk(tx.runs, tx.txn)); err != nil {
 		tx.Rollback()
 		return fmt.Errorf("commit write: %w", err)
 	}

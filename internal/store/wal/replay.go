@@ -125,7 +125,7 @@ func (w *WAL) Replay(from Pos, fn func(pos Pos, rec []byte) error) error {
 				}
 			}
 		}
-		if err := w.replaySegment(seg, i == len(w.oldSegs)-1, from, fn); err != nil {
+		if err := w.replaySegment(seg, i == len(w.oldSegs)-1, from, -1, fn); err != nil {
 			return err
 		}
 	}
@@ -143,13 +143,17 @@ func (w *WAL) damaged(cerr *CorruptionError) error {
 }
 
 // replaySegment replays one segment; last says it is the newest old one,
-// whose end may be torn.
-func (w *WAL) replaySegment(seg uint32, last bool, from Pos, fn func(Pos, []byte) error) error {
+// whose end may be torn. A limit >= 0 reads only the records that end at
+// or before that offset (the durable prefix of the segment being written).
+func (w *WAL) replaySegment(seg uint32, last bool, from Pos, limit int64, fn func(Pos, []byte) error) error {
 	f, size, err := w.openRead(seg)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if limit >= 0 {
+		size = min(size, limit)
+	}
 	path := w.path(seg)
 	r := newSegmentReader(f, size, w.opts.MaxRecordSize)
 	if err := r.header(seg); err != nil {

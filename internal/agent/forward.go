@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"reflect"
 	"sync"
 	"time"
 
@@ -33,9 +32,10 @@ type forwarder struct {
 	done   chan struct{} // closed when the feed has moved its last changes
 }
 
-// forwarders are the running forwarders. Enqueue may be called from any
-// goroutine until stop.
+// forwarders are the running forwarders, a Reloadable part. Enqueue may
+// be called from any goroutine until Stop.
 type forwarders struct {
+	cfg    *config.Config // the config Start runs
 	ctx    context.Context
 	tab    *tag.Table
 	log    *slog.Logger
@@ -56,32 +56,38 @@ var forwardSysTags = []struct{ suffix, unit, help string }{
 	{"dropped", "points", "values lost since start: queue caps, reject_new, or a full tag-table feed"},
 }
 
-// startForwarders opens a disk-backed queue per [[forward.*]] entry under
+var _ Reloadable = (*forwarders)(nil)
+
+func newForwarders(cfg *config.Config, tab *tag.Table, log *slog.Logger) *forwarders {
+	return &forwarders{cfg: cfg, tab: tab, log: log}
+}
+
+func (fw *forwarders) Name() string { return "forwarders" }
+
+// Start opens a disk-backed queue per [[forward.*]] entry under
 // <store.dir>/forward/<name>, fed with every change of the tag table
 // (acquisition and system tags, the forwarders' own included: they change
 // once a second per forwarder, which is no feedback loop, and let a
 // central Pith watch its edges' backlogs). Imports and push inputs reach
 // the queues through forwardingStore. The forwarders' system tags are
-// written every second. stop moves the changes still pending into the
-// queues but does not wait for the upstreams: what is queued is on disk and
-// is sent after the next start.
-func startForwarders(ctx context.Context, cfg *config.Config, tab *tag.Table, log *slog.Logger) (*forwarders, error) {
-	fw := &forwarders{tab: tab, log: log}
+// written every second. An upstream that cannot be reached at start is
+// retried by its queue: what is queued waits on disk.
+func (fw *forwarders) Start(ctx context.Context) error {
 	fw.ctx, fw.cancel = context.WithCancel(ctx)
-	for _, e := range forwardEntries(cfg) {
-		f, err := fw.open(cfg, e, nil)
+	for _, e := range forwardEntries(fw.cfg) {
+		f, err := fw.open(fw.cfg, e, nil)
 		if err != nil {
-			fw.stop()
-			return nil, err
+			fw.Stop()
+			return err
 		}
 		fw.list = append(fw.list, f)
 	}
 	fw.wg.Add(1)
 	go func() {
 		defer fw.wg.Done()
-		fw.writeStats(fw.ctx, tab)
+		fw.writeStats(fw.ctx, fw.tab)
 	}()
-	return fw, nil
+	return nil
 }
 
 // forwardEntry is one [[forward.*]] entry of any kind.
@@ -111,13 +117,43 @@ func forwardEntries(cfg *config.Config) []forwardEntry {
 }
 
 // open starts one forwarder: its sink, its queue and the feed from the
-// tag table through sub (a new subscription when nil).
+// tag table.
 func (fw *forwarders) open(cfg *config.Config, e forwardEntry, sub *tag.Subscription) (*forwarder, error) {
-	flog := fw.log.With("forward", e.name)
-	sink, closeSink, desc, err := e.open(flog)
+	sk, err := openSinkOf(e, fw.log)
 	if err != nil {
-		return nil, fmt.Errorf("forward %s: %w", e.name, err)
+		return nil, err
 	}
+	qo, err := queueOptions(cfg, e)
+	if err != nil {
+		sk.close()
+		return nil, err
+	}
+	f, err := fw.openQueue(cfg, e, qo, sk)
+	if err != nil {
+		return nil, err
+	}
+	fw.run(f, sub)
+	return f, nil
+}
+
+// sinkOf is an opened sink with how to close it and, for the logs, where
+// it sends.
+type sinkOf struct {
+	sink  forward.Sink
+	close func()
+	desc  string
+}
+
+func openSinkOf(e forwardEntry, log *slog.Logger) (sinkOf, error) {
+	sink, closeSink, desc, err := e.open(log.With("forward", e.name))
+	if err != nil {
+		return sinkOf{}, fmt.Errorf("forward %s: %w", e.name, err)
+	}
+	return sinkOf{sink, closeSink, desc}, nil
+}
+
+// queueOptions maps e's queue settings onto the queue's options.
+func queueOptions(cfg *config.Config, e forwardEntry) (forward.Options, error) {
 	qo := forward.DefaultOptions()
 	qo.Site = cfg.Site.Name
 	if e.queue.MaxBytes > 0 { // 0 keeps the queue's default
@@ -126,28 +162,42 @@ func (fw *forwarders) open(cfg *config.Config, e forwardEntry, sub *tag.Subscrip
 	if e.queue.MaxAge > 0 {
 		qo.MaxAge = e.queue.MaxAge.Std()
 	}
+	var err error
 	if qo.Overflow, err = forward.ParseOverflow(e.queue.Overflow); err != nil {
-		closeSink()
-		return nil, fmt.Errorf("forward %s: %w", e.name, err)
+		return qo, fmt.Errorf("forward %s: %w", e.name, err)
 	}
-	q, err := forward.Open(filepath.Join(cfg.Store.Dir, "forward", e.name), qo, sink, flog)
+	return qo, nil
+}
+
+// openQueue opens e's queue on sk and defines its system tags; nothing
+// feeds it until run. On error sk is closed.
+func (fw *forwarders) openQueue(cfg *config.Config, e forwardEntry, qo forward.Options, sk sinkOf) (*forwarder, error) {
+	flog := fw.log.With("forward", e.name)
+	q, err := forward.Open(filepath.Join(cfg.Store.Dir, "forward", e.name), qo, sk.sink, flog)
 	if err != nil {
-		closeSink()
+		sk.close()
 		return nil, fmt.Errorf("forward %s: %w", e.name, err)
 	}
-	f := &forwarder{name: e.name, kind: e.kind, entry: e.entry, q: q, close: closeSink, done: make(chan struct{})}
+	f := &forwarder{name: e.name, kind: e.kind, entry: e.entry, q: q, close: sk.close, done: make(chan struct{})}
 	for _, st := range forwardSysTags {
 		id, err := fw.tab.Define(tag.Def{Name: "pith.sys.forward." + e.name + "." + st.suffix, Unit: st.unit, Description: st.help, Source: "pith"})
 		if err != nil {
 			q.Close()
-			closeSink()
+			sk.close()
 			return nil, fmt.Errorf("forward %s: %w", e.name, err)
 		}
 		f.ids = append(f.ids, id)
 	}
+	flog.Info("forwarding", "kind", e.kind, "to", sk.desc, "max_bytes", qo.MaxBytes, "max_age", qo.MaxAge, "overflow", qo.Overflow)
+	return f, nil
+}
+
+// run starts feeding f from the tag table through sub (a new
+// subscription when nil).
+func (fw *forwarders) run(f *forwarder, sub *tag.Subscription) {
 	f.sub = sub
 	if f.sub == nil {
-		f.sub = fw.tab.Subscribe(tag.SubOptions{Name: "forward:" + e.name, Mode: tag.Queue})
+		f.sub = fw.tab.Subscribe(tag.SubOptions{Name: "forward:" + f.name, Mode: tag.Queue})
 	}
 	var fctx context.Context
 	fctx, f.cancel = context.WithCancel(fw.ctx)
@@ -155,8 +205,6 @@ func (fw *forwarders) open(cfg *config.Config, e forwardEntry, sub *tag.Subscrip
 		defer close(f.done)
 		fw.feed(fctx, f)
 	}()
-	flog.Info("forwarding", "kind", e.kind, "to", desc, "max_bytes", qo.MaxBytes, "max_age", qo.MaxAge, "overflow", qo.Overflow)
-	return f, nil
 }
 
 // close stops f's feed (moving the changes still pending into its queue),
@@ -172,51 +220,6 @@ func (fw *forwarders) closeOne(f *forwarder, keepSub bool) {
 		fw.log.Warn("close forward queue", "forward", f.name, "err", err)
 	}
 	f.close()
-}
-
-// reload makes cfg's forwarders the running ones: unchanged ones keep
-// running, changed ones restart on the same queue and subscription (what
-// was queued stays queued, no tag change is missed), removed ones stop
-// with their queue left on disk, new ones start. A forwarder that cannot
-// start is left out and named in the error; the others run.
-func (fw *forwarders) reload(cfg *config.Config) error {
-	fw.mu.Lock()
-	defer fw.mu.Unlock()
-	old := make(map[string]*forwarder, len(fw.list))
-	for _, f := range fw.list {
-		old[f.name] = f
-	}
-	var next []*forwarder
-	var errs []error
-	for _, e := range forwardEntries(cfg) {
-		f := old[e.name]
-		delete(old, e.name)
-		if f != nil && f.kind == e.kind && reflect.DeepEqual(f.entry, e.entry) {
-			next = append(next, f)
-			continue
-		}
-		var sub *tag.Subscription
-		if f != nil {
-			fw.closeOne(f, true)
-			sub = f.sub
-			fw.log.Info("forwarder changed, restarting", "forward", e.name)
-		}
-		nf, err := fw.open(cfg, e, sub)
-		if err != nil {
-			if sub != nil {
-				fw.tab.Unsubscribe(sub)
-			}
-			errs = append(errs, err)
-			continue
-		}
-		next = append(next, nf)
-	}
-	for _, f := range old {
-		fw.closeOne(f, false)
-		fw.log.Info("forwarder removed; its queue stays on disk", "forward", f.name)
-	}
-	fw.list = next
-	return errors.Join(errs...)
 }
 
 // feed moves the tag table's changes into f's queue until ctx ends, then
@@ -300,9 +303,11 @@ func (fw *forwarders) active() bool {
 	return len(fw.list) > 0
 }
 
-// stop ends the feeds and closes the queues, then the sinks, in reverse
-// start order.
-func (fw *forwarders) stop() {
+// Stop ends the feeds and closes the queues, then the sinks, in reverse
+// start order. The changes still pending move into the queues, but Stop
+// does not wait for the upstreams: what is queued is on disk and is sent
+// after the next start.
+func (fw *forwarders) Stop() {
 	fw.mu.Lock()
 	defer fw.mu.Unlock()
 	for i := len(fw.list) - 1; i >= 0; i-- {

@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -18,7 +18,7 @@ const minStale = 3 * time.Second
 // service ($NOTIFY_SOCKET set; otherwise it does nothing): READY=1 now
 // (the store is open and the HTTP listener bound), WATCHDOG=1 at half of
 // WatchdogSec while the plant's scan loop is alive, and STOPPING=1 as soon
-// as ctx ends, before the drain. The returned func, deferred by serve,
+// as ctx ends, before the drain. The returned func, called at the stop,
 // stops the watchdog and waits until STOPPING=1 went out.
 func notifyReady(ctx context.Context, addr string, p *plant.Plant, log *slog.Logger) func() {
 	n, err := sdnotify.FromEnv(os.Getenv, log)
@@ -61,7 +61,7 @@ func notifyReady(ctx context.Context, addr string, p *plant.Plant, log *slog.Log
 		stopWatchdog()
 		<-watchdogDone
 		if stopNotify() {
-			// serve returns on an error, not a stop signal: the process
+			// The agent stops on an error, not a stop signal: the process
 			// exit tells systemd.
 			return
 		}
