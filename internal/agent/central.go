@@ -102,7 +102,7 @@ func (w *centralWorker) sink(ctx context.Context) forward.SinkFunc {
 		}
 		for refused := 0; ; refused++ {
 			err := w.db.Write(ctx, pts)
-			var pe *store.PointError
+			var pe *model.PointError
 			if err == nil || !errors.As(err, &pe) || refused >= centralMaxRefused || pe.Index < 0 || pe.Index >= len(pts) {
 				return err
 			}

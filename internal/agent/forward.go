@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -32,8 +31,7 @@ type forwarder struct {
 	done   chan struct{} // closed when the feed has moved its last changes
 }
 
-// forwarders are the running forwarders, a Reloadable part. Enqueue may
-// be called from any goroutine until Stop.
+// forwarders are the running forwarders, a Reloadable part.
 type forwarders struct {
 	cfg    *config.Config // the config Start runs
 	ctx    context.Context
@@ -65,11 +63,11 @@ func newForwarders(cfg *config.Config, tab *tag.Table, log *slog.Logger) *forwar
 func (fw *forwarders) Name() string { return "forwarders" }
 
 // Start opens a disk-backed queue per [[forward.*]] entry under
-// <store.dir>/forward/<name>, fed with every change of the tag table
-// (acquisition and system tags, the forwarders' own included: they change
-// once a second per forwarder, which is no feedback loop, and let a
-// central Pith watch its edges' backlogs). Imports and push inputs reach
-// the queues through forwardingStore. The forwarders' system tags are
+// <store.dir>/forward/<name>, fed with every sample the tag table stores:
+// acquired, pushed and imported values, and system tags (the forwarders'
+// own included: they change once a second per forwarder, which is no
+// feedback loop, and let a central Pith watch its edges' backlogs). The
+// forwarders' system tags are
 // written every second. An upstream that cannot be reached at start is
 // retried by its queue: what is queued waits on disk.
 func (fw *forwarders) Start(ctx context.Context) error {
@@ -197,7 +195,7 @@ func (fw *forwarders) openQueue(cfg *config.Config, e forwardEntry, qo forward.O
 func (fw *forwarders) run(f *forwarder, sub *tag.Subscription) {
 	f.sub = sub
 	if f.sub == nil {
-		f.sub = fw.tab.Subscribe(tag.SubOptions{Name: "forward:" + f.name, Mode: tag.Queue})
+		f.sub = fw.tab.Subscribe(tag.SubOptions{Name: "forward:" + f.name, Mode: tag.Every})
 	}
 	var fctx context.Context
 	fctx, f.cancel = context.WithCancel(fw.ctx)
@@ -222,9 +220,10 @@ func (fw *forwarders) closeOne(f *forwarder, keepSub bool) {
 	f.close()
 }
 
-// feed moves the tag table's changes into f's queue until ctx ends, then
-// moves what is still pending, so that a graceful stop forwards every
-// change made before it.
+// feed moves every sample the tag table stores (acquired, pushed,
+// imported; tag.Every) into f's queue until ctx ends, then moves what is
+// still pending, so that a graceful stop forwards every value stored
+// before it.
 func (fw *forwarders) feed(ctx context.Context, f *forwarder) {
 	var buf []tag.Change
 	var pts []model.Point
@@ -278,29 +277,6 @@ func (fw *forwarders) writeStats(ctx context.Context, tab *tag.Table) {
 			}
 		}
 	}
-}
-
-// Enqueue hands points already durable in the store to every forwarder.
-// A queue that refuses them (reject_new at its cap) counts them and the
-// refusal is logged; the points stay stored, so the error is not returned.
-func (fw *forwarders) Enqueue(ctx context.Context, pts []model.Point) {
-	fw.mu.RLock()
-	defer fw.mu.RUnlock()
-	for _, f := range fw.list {
-		if err := f.q.Enqueue(ctx, pts); err != nil && !errors.Is(err, context.Canceled) {
-			fw.log.Warn("forward queue refused stored values", "forward", f.name, "points", len(pts), "err", err)
-		}
-	}
-}
-
-// active reports whether any forwarder runs.
-func (fw *forwarders) active() bool {
-	if fw == nil {
-		return false
-	}
-	fw.mu.RLock()
-	defer fw.mu.RUnlock()
-	return len(fw.list) > 0
 }
 
 // Stop ends the feeds and closes the queues, then the sinks, in reverse

@@ -12,8 +12,9 @@ import (
 	"github.com/pith-historian/pith/internal/store"
 )
 
-// inputs are the push inputs: the writer chain that imports and pushed
-// values go through (see writer.go), the gate on new tag names, and the
+// inputs are the push inputs: the road that imports and pushed values
+// take (road.go, behind the input chains of writer.go), the gate on new
+// tag names, and the
 // MQTT subscriber. The HTTP inputs (line protocol, emoncms, remote write,
 // the import API) are mounted by the HTTP part on wr.
 type inputs struct {
@@ -36,14 +37,14 @@ func (in *inputs) Name() string { return "inputs" }
 // Start builds the writer chain, then starts the MQTT subscriber on it.
 func (in *inputs) Start(ctx context.Context) error {
 	cfg := in.cfg
-	// Imports and push inputs write through wr, which forwards what it
-	// stored.
-	wr := newWriter(in.db, in.fw, filepath.Join(cfg.Store.Dir, "forward", ".spool"))
-	wr, err := withInputChains(wr, cfg, in.db, in.plant.Process(), in.log)
+	// Imports and push inputs take the road through the tag table
+	// (road.go), behind their [[input]] chains.
+	wr, err := withInputChains(newRoad(in.db, in.plant.Table(), filepath.Join(cfg.Store.Dir, "forward", ".spool"), in.log),
+		cfg, in.db, in.log)
 	if err != nil {
 		return err
 	}
-	in.wr = wrapWriter(wr, in.alarms.alarms) // alarms see what the push inputs write
+	in.wr = wr
 	in.gate = ingest.NewTagGate(in.db, cfg.Ingest.NewTagsPerMinute, nil)
 	if cfg.MQTT.Enabled {
 		if in.stopMQTT, err = startMQTT(ctx, cfg.MQTT, in.wr, in.gate, in.log); err != nil {

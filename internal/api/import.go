@@ -14,7 +14,6 @@ import (
 	"github.com/pith-historian/pith/internal/model"
 
 	"github.com/pith-historian/pith/internal/ingest"
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // gzipMagic starts every gzip stream; a body that starts with it is
@@ -114,7 +113,7 @@ func (s *Server) importBody(ctx context.Context, encoding string, body io.Reader
 			return 0, &bodyError{err}
 		}
 		if err := tx.Add(pts); err != nil {
-			var pe *store.PointError
+			var pe *model.PointError
 			if errors.As(err, &pe) {
 				// The store refused a row (too old for the retention): the
 				// batch ends at the reader's line, rows are one per line.

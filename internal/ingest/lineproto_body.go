@@ -21,7 +21,7 @@ import (
 type Sink interface {
 	// Write stores pts atomically (all or nothing) and returns once they
 	// are durable. It is called from many goroutines at once; pts is not
-	// kept after it returns. A *store.PointError names a refused point.
+	// kept after it returns. A *model.PointError names a refused point.
 	Write(ctx context.Context, pts []model.Point) error
 }
 
@@ -119,7 +119,7 @@ func commit(ctx context.Context, sink Sink, gate *TagGate, pts []model.Point) er
 // a body, and sets Retry-After for the tag cap.
 func writeStatus(w http.ResponseWriter, err error) int {
 	var tooMany *TooManyNewTagsError
-	var pe *store.PointError
+	var pe *model.PointError
 	var le *LineError
 	switch {
 	case errors.As(err, &tooMany):

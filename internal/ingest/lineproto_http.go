@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/pith-historian/pith/internal/model"
-
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // LineProtocolOptions tune the InfluxDB line-protocol input.
@@ -120,7 +118,7 @@ func (h *LineProtocol) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := commit(r.Context(), h.sink, h.opts.Gate, points); err != nil {
 		line := 0
-		var pe *store.PointError
+		var pe *model.PointError
 		if errors.As(err, &pe) && pe.Index < len(st.lines) {
 			line = int(st.lines[pe.Index])
 			err = &LineError{Line: line, Err: pe.Err}

@@ -19,7 +19,6 @@ import (
 
 	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
-	"github.com/pith-historian/pith/internal/store"
 )
 
 // MQTTOptions configure the MQTT input.
@@ -263,7 +262,7 @@ func (m *MQTT) flush(ctx context.Context) {
 			break
 		}
 		var tooMany *TooManyNewTagsError
-		var pe *store.PointError
+		var pe *model.PointError
 		switch {
 		case errors.As(err, &tooMany):
 			pts = dropTag(pts, tooMany.Tag, &m.stats)

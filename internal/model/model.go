@@ -91,3 +91,18 @@ func ParseAgg(s string) (Agg, error) {
 	}
 	return 0, fmt.Errorf("unknown aggregate %q (want mean, min, max, first, last, sum, count or raw)", s)
 }
+
+// PointError reports the refused point of a write, whichever layer refused
+// it (the tag table for its name, the store for its value or time); Index
+// is its position in the slice given to the write.
+type PointError struct {
+	Index int
+	Tag   string
+	Err   error
+}
+
+func (e *PointError) Error() string {
+	return fmt.Sprintf("point %d (%s): %v", e.Index, e.Tag, e.Err)
+}
+
+func (e *PointError) Unwrap() error { return e.Err }

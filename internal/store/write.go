@@ -34,20 +34,6 @@ func (db *DB) Write(ctx context.Context, pts []model.Point) error {
 	})
 }
 
-// PointError reports the invalid point of a write; Index is its position
-// in the slice given to Write or Tx.Add.
-type PointError struct {
-	Index int
-	Tag   string
-	Err   error
-}
-
-func (e *PointError) Error() string {
-	return fmt.Sprintf("point %d (%s): %v", e.Index, e.Tag, e.Err)
-}
-
-func (e *PointError) Unwrap() error { return e.Err }
-
 // ErrTooOld is wrapped by a PointError for a sample older than the raw
 // retention: its day keeps only rollups, which cannot take it exactly.
 var ErrTooOld = errors.New("older than the raw retention")
@@ -71,7 +57,7 @@ func (db *DB) validatePoints(pts []model.Point) error {
 			err = model.CheckValue(p.V)
 		}
 		if err != nil {
-			return &PointError{Index: i, Tag: p.Tag, Err: err}
+			return &model.PointError{Index: i, Tag: p.Tag, Err: err}
 		}
 	}
 	return nil

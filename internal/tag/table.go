@@ -26,7 +26,7 @@ import (
 //
 // Write takes the points of Table.Write (push inputs), whose caller waits
 // for them: it returns once all of pts are durable, or stores none of them
-// and returns why (a *store.PointError naming a refused point, a full
+// and returns why (a *model.PointError naming a refused point, a full
 // disk, a closed store). It is called without the table's lock, from many
 // goroutines at once, and must not keep pts.
 type Sink interface {

@@ -8,8 +8,9 @@ import (
 	"github.com/pith-historian/pith/internal/model"
 )
 
-// ErrBadName is wrapped by Write for a point whose tag name CheckName
-// refuses; the push inputs answer it as a client error.
+// ErrBadName is wrapped by Write, in a *model.PointError naming the point,
+// for a tag name CheckName refuses; the push inputs answer it as any
+// refused point (400 naming the line).
 var ErrBadName = errors.New("bad tag name")
 
 // Write is the road of a pushed value (line protocol, emoncms, MQTT,
@@ -60,7 +61,7 @@ func (t *Table) checkNames(pts []model.Point) error {
 			continue
 		}
 		if err := CheckName(name); err != nil {
-			return fmt.Errorf("write point %d: %w: %w", i, ErrBadName, err)
+			return &model.PointError{Index: i, Tag: name, Err: fmt.Errorf("%w: %w", ErrBadName, err)}
 		}
 	}
 	return nil

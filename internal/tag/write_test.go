@@ -98,8 +98,9 @@ func TestWriteAtomic(t *testing.T) {
 	// A bad name is refused before anything is written.
 	sink.failWith = nil
 	err = tab.Write(context.Background(), []model.Point{{Tag: "ok", T: 1, V: 1}, {Tag: "bad name", T: 1, V: 1}}, "lp")
-	if !errors.Is(err, ErrBadName) {
-		t.Fatalf("err = %v, want ErrBadName", err)
+	var pe *model.PointError
+	if !errors.Is(err, ErrBadName) || !errors.As(err, &pe) || pe.Index != 1 || pe.Tag != "bad name" {
+		t.Fatalf("err = %v, want a PointError for point 1 wrapping ErrBadName", err)
 	}
 	if len(sink.written) != 0 {
 		t.Fatalf("a batch with a bad name wrote %d points", len(sink.written))
