@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/pith-historian/pith/internal/model"
 )
@@ -35,36 +36,47 @@ func (t *Table) Write(ctx context.Context, pts []model.Point, source string) err
 	if len(pts) == 0 {
 		return nil
 	}
-	if err := t.checkNames(pts); err != nil {
+	ids := idPool.Get().(*[]ID)
+	defer idPool.Put(ids)
+	var err error
+	if *ids, err = t.resolve(pts, (*ids)[:0]); err != nil {
 		return err
 	}
 	if err := t.sink.Write(ctx, pts); err != nil {
 		return err
 	}
-	t.Stored(pts, source)
+	t.applyDurable(pts, *ids, source)
 	return nil
 }
 
-// checkNames refuses a batch naming an unknown tag that Define would not
-// accept, before anything is stored.
-func (t *Table) checkNames(pts []model.Point) error {
+// noID marks a point whose tag the table does not know yet.
+const noID = ^ID(0)
+
+// idPool recycles the per-request ID slices of Write.
+var idPool = sync.Pool{New: func() any { return new([]ID) }}
+
+// resolve appends the ID of every point's tag to ids (noID for a name the
+// table does not know yet), refusing a batch naming an unknown tag that
+// Define would not accept, before anything is stored.
+func (t *Table) resolve(pts []model.Point, ids []ID) ([]ID, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	last := ""
+	last, lastID := "", noID
 	for i := range pts {
 		name := pts[i].Tag
-		if name == last {
-			continue
+		if name != last || i == 0 {
+			id, ok := t.names[name]
+			if !ok {
+				if err := CheckName(name); err != nil {
+					return ids, &model.PointError{Index: i, Tag: name, Err: fmt.Errorf("%w: %w", ErrBadName, err)}
+				}
+				id = noID
+			}
+			last, lastID = name, id
 		}
-		last = name
-		if _, ok := t.names[name]; ok {
-			continue
-		}
-		if err := CheckName(name); err != nil {
-			return &model.PointError{Index: i, Tag: name, Err: fmt.Errorf("%w: %w", ErrBadName, err)}
-		}
+		ids = append(ids, lastID)
 	}
-	return nil
+	return ids, nil
 }
 
 // Stored applies points that are already durable in the store: the points
@@ -78,12 +90,22 @@ func (t *Table) Stored(pts []model.Point, source string) {
 	if len(pts) == 0 {
 		return
 	}
+	t.applyDurable(pts, nil, source)
+}
+
+// applyDurable applies durable points, with their IDs when resolve found them
+// (ids nil: every name is looked up).
+func (t *Table) applyDurable(pts []model.Point, ids []ID, source string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.abuf, t.cbuf, t.ebuf = t.abuf[:0], t.cbuf[:0], t.ebuf[:0]
 	lastName, lastID, lastOK := "", ID(0), false
 	for i := range pts {
 		p := &pts[i]
+		if ids != nil && ids[i] != noID {
+			t.applyStored(ids[i], p)
+			continue
+		}
 		if p.Tag != lastName || !lastOK {
 			lastName = p.Tag
 			lastID, lastOK = t.names[p.Tag]
