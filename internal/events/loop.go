@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/pith-historian/pith/internal/store/wal"
@@ -213,7 +214,7 @@ func (c *Collector) deliverQueue(stopping bool) error {
 }
 
 // commit completes the open file, records the new cursor and deletes the
-// WAL segments before the cursor's segment.
+// WAL segments before the cursor's segment that no remembered id needs.
 func (c *Collector) commit() error {
 	records, events := 0, 0
 	if c.sink.cur != nil {
@@ -231,10 +232,29 @@ func (c *Collector) commit() error {
 	// that the backlog never dips.
 	c.addPending(final, events)
 	c.backlogEvents.Add(-int64(events))
-	if err := c.wal.TruncateBefore(c.sink.cursor.Pos.Segment); err != nil {
+	if err := c.wal.TruncateBefore(c.keepFrom(c.sink.cursor.Pos.Segment)); err != nil {
 		// The records are delivered; old segments only cost disk space
 		// and are removed at the next commit.
 		c.log.Warn("remove delivered wal segments", "err", err)
 	}
 	return nil
+}
+
+// keepFrom returns the first WAL segment to keep when the sink delivered
+// everything before segment delivered: the oldest that holds a
+// remembered id, whose record confirms a duplicate and rebuilds the
+// dedup table at the next start, unless that would keep more than
+// DedupWALBytes of delivered segments; then the ids of the older
+// segments are forgotten early.
+func (c *Collector) keepFrom(delivered uint32) uint32 {
+	limit := uint32(max(1, min(c.opts.DedupWALBytes/c.opts.SegmentSize, math.MaxUint32)))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if delivered > limit {
+		c.ids.dropBefore(delivered - limit)
+	}
+	if e, ok := c.ids.oldest(); ok && e.seg < delivered {
+		return e.seg
+	}
+	return delivered
 }
