@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"math"
 	"path/filepath"
@@ -72,6 +73,8 @@ type Options struct {
 	Secret              []byte                                           // HMAC-SHA256 key for SignatureHeader; nil disables signatures
 	RequireSignature    bool                                             // refuse POSTs without a good signature (else unsigned ones pass to the caller's auth)
 	Now                 func() time.Time                                 // clock; nil means time.Now
+
+	dedupHash func(seed maphash.Seed, id []byte) uint64 // the dedup table's hash; nil means maphash.Bytes (tests force collisions)
 }
 
 // DefaultOptions returns the options of a collector acknowledging after
@@ -290,6 +293,9 @@ func New(dir string, opts Options, log *slog.Logger) (*Collector, error) {
 		upNotify: make(chan struct{}, 1),
 		upStop:   make(chan struct{}),
 		upDone:   make(chan struct{}),
+	}
+	if opts.dedupHash != nil {
+		c.ids.hash = opts.dedupHash
 	}
 	c.committedSeq.Store(sink.cursor.Seq)
 	if err := c.rebuild(); err != nil {

@@ -151,18 +151,17 @@ func (t *idTable) dropBefore(seg uint32) {
 // shrink halves the table while a quarter of it would hold the entries,
 // so that the memory of a burst goes back once its ids expire.
 func (t *idTable) shrink() {
-	size := len(t.ents)
-	for size > minIDTableSlots/2 && t.n <= size/4 {
-		size /= 2
-	}
-	if size == len(t.ents) {
-		return
-	}
 	if t.n == 0 {
 		t.ents, t.index, t.head = nil, nil, 0
 		return
 	}
-	t.resize(size)
+	size := len(t.ents)
+	for size > minIDTableSlots/2 && t.n <= size/4 {
+		size /= 2
+	}
+	if size != len(t.ents) {
+		t.resize(size)
+	}
 }
 
 // pop forgets the oldest entry.
