@@ -175,3 +175,43 @@ func TestDedupWindowAcrossCrash(t *testing.T) {
 		})
 	}
 }
+
+// TestDedupWALBytes: delivered segments kept for the window stay within
+// DedupWALBytes, the ids of older ones are forgotten, and the newest ids
+// are still duplicates.
+func TestDedupWALBytes(t *testing.T) {
+	fsys := vfs.NewFaultFS()
+	opts := testOptions(fsys)
+	opts.SegmentSize = 4096
+	opts.DedupWALBytes = 2 * 4096
+	opts.MaxFileBytes = 1000
+	opts.RotateEvery = 20 * time.Millisecond
+	c, err := New("/data", opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := range 300 {
+		if code, got := post(t, c.Handler(), fmt.Sprintf(`{"id":"w-%d","name":"a","str":{"pad":"%0100d"}}`, i, i)); code != 200 {
+			t.Fatalf("post: %d %s", code, got)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Stats().Backlog.Events > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// One more file completes and truncates the WAL.
+	post(t, c.Handler(), `{"name":"a"}`)
+	time.Sleep(100 * time.Millisecond)
+	names, err := fsys.ReadDir("/data/wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The limit, the cursor's segment and the one being written.
+	if len(names) > 4 {
+		t.Errorf("%d wal segments kept, want at most 4: %v", len(names), names)
+	}
+	if code, got := post(t, c.Handler(), `{"id":"w-299","name":"a"}`); code != 200 || strings.TrimSpace(got) != `{"accepted":0,"duplicates":1}` {
+		t.Errorf("newest id again: %d %s, want a duplicate", code, got)
+	}
+}
