@@ -3,7 +3,6 @@ package events
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/pith-historian/pith/internal/store/wal"
@@ -238,23 +237,4 @@ func (c *Collector) commit() error {
 		c.log.Warn("remove delivered wal segments", "err", err)
 	}
 	return nil
-}
-
-// keepFrom returns the first WAL segment to keep when the sink delivered
-// everything before segment delivered: the oldest that holds a
-// remembered id, whose record confirms a duplicate and rebuilds the
-// dedup table at the next start, unless that would keep more than
-// DedupWALBytes of delivered segments; then the ids of the older
-// segments are forgotten early.
-func (c *Collector) keepFrom(delivered uint32) uint32 {
-	limit := uint32(max(1, min(c.opts.DedupWALBytes/c.opts.SegmentSize, math.MaxUint32)))
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if delivered > limit {
-		c.ids.dropBefore(delivered - limit)
-	}
-	if e, ok := c.ids.oldest(); ok && e.seg < delivered {
-		return e.seg
-	}
-	return delivered
 }
