@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pith-historian/pith/internal/store/vfs"
+	"github.com/pith-historian/pith/internal/store/wal"
 )
 
 // batchBody returns an NDJSON body of n events of about 100 bytes each.
@@ -301,4 +302,33 @@ func BenchmarkDedupMemory(b *testing.B) {
 		b.ReportMetric(float64(int64(with)-int64(without))/float64(n), "B/id")
 		b.ReportMetric(float64(n), "ids")
 	}
+}
+
+// BenchmarkIDTable measures what the dedup table costs per new id once
+// it is full at its default size: a lookup that finds nothing, then an
+// add that forgets the oldest id.
+//
+// Run with: go test -run '^$' -bench IDTable ./internal/events/
+func BenchmarkIDTable(b *testing.B) {
+	n := idTableCap(DefaultDedupMemory-DefaultDedupMemory/sigMemoryShare, DefaultMaxDedupIDs)
+	tab := newIDTable(n)
+	h := uint64(1)
+	next := func() uint64 {
+		h ^= h << 13
+		h ^= h >> 7
+		h ^= h << 17
+		return h
+	}
+	for range n {
+		tab.add(next(), wal.Pos{}, 1<<62)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		k := next()
+		if tab.find(k, func(*idEntry) bool { return true }) {
+			b.Fatal("found an id never added")
+		}
+		tab.add(k, wal.Pos{}, 1<<62)
+	}
+	b.ReportMetric(float64(tab.memory())/float64(tab.len()), "B/id")
 }
