@@ -164,7 +164,7 @@ type Stats struct {
 	BacklogBytes   int64     // acknowledged bytes in memory not yet delivered
 	BacklogRecords int       // acknowledged records in memory not yet delivered
 	DedupIDs       int       // ids (and signatures) remembered for dedup
-	DedupBytes     int64     // memory the remembered ids take
+	DedupBytes     int64     // memory the remembered ids take (outside the Go heap on Unix)
 	WAL            wal.Stats // the durable queue's counters
 }
 
@@ -671,6 +671,11 @@ func (c *Collector) Close() error {
 	<-c.tickDone
 	close(c.upStop)
 	<-c.upDone
+	// Nothing reads the dedup tables any more; the id table's memory may
+	// be outside the Go heap, so it is given back here.
+	c.mu.Lock()
+	c.ids.release()
+	c.mu.Unlock()
 	if cl, ok := c.opts.Upload.(interface{ Close() }); ok {
 		cl.Close()
 	}

@@ -25,6 +25,7 @@ type idTable struct {
 	head  int
 	n     int      // entries held, tombstones included
 	index []uint32 // linear probing by hash; 0 is empty, else a slot of ents plus one
+	mem   tableMem // what holds ents and index
 }
 
 // idEntry is one remembered id.
@@ -154,7 +155,7 @@ func (t *idTable) dropBefore(seg uint32) {
 // so that the memory of a burst goes back once its ids expire.
 func (t *idTable) shrink() {
 	if t.n == 0 {
-		t.ents, t.index, t.head = nil, nil, 0
+		t.release()
 		return
 	}
 	size := len(t.ents)
@@ -201,15 +202,17 @@ func (t *idTable) unindex(slot uint32) {
 // resize moves the entries, oldest first, into a slice of size entries
 // and rebuilds the index.
 func (t *idTable) resize(size int) {
-	ents := make([]idEntry, size)
-	for i := range t.n {
-		ents[i] = t.ents[(t.head+i)%len(t.ents)]
-	}
 	slots := minIDTableSlots
 	for slots < 2*size {
 		slots *= 2
 	}
-	t.ents, t.head, t.index = ents, 0, make([]uint32, slots)
+	ents, index, mem := allocTable(size, slots)
+	for i := range t.n {
+		ents[i] = t.ents[(t.head+i)%len(t.ents)]
+	}
+	n := t.n
+	t.release()
+	t.ents, t.index, t.mem, t.n = ents, index, mem, n
 	mask := slots - 1
 	for k := range t.n {
 		i := int(ents[k].hash) & mask
@@ -218,6 +221,12 @@ func (t *idTable) resize(size int) {
 		}
 		t.index[i] = uint32(k) + 1
 	}
+}
+
+// release gives the table's memory back and empties it.
+func (t *idTable) release() {
+	t.mem.free()
+	t.ents, t.index, t.mem, t.head, t.n = nil, nil, tableMem{}, 0, 0
 }
 
 // lineID returns the id of a canonical line as the line writes it: the
