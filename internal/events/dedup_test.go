@@ -200,14 +200,18 @@ func TestDedupWALBytes(t *testing.T) {
 	for c.Stats().Backlog.Events > 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	// One more file completes and truncates the WAL.
+	// One more file completes and truncates the WAL: the limit, the
+	// cursor's segment and the one being written are left.
 	post(t, c.Handler(), `{"name":"a"}`)
-	time.Sleep(100 * time.Millisecond)
-	names, err := fsys.ReadDir("/data/wal")
-	if err != nil {
-		t.Fatal(err)
+	var names []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if names, err = fsys.ReadDir("/data/wal"); err != nil {
+			t.Fatal(err)
+		}
+		if len(names) <= 4 || time.Now().After(deadline) {
+			break
+		}
 	}
-	// The limit, the cursor's segment and the one being written.
 	if len(names) > 4 {
 		t.Errorf("%d wal segments kept, want at most 4: %v", len(names), names)
 	}
