@@ -24,10 +24,11 @@ type canonEvent struct {
 // Batches are reused from one request to the next (Collector.batches),
 // so nothing may keep a reference into buf or evs once accept returned.
 type batch struct {
-	raw []byte       // the request body (and then the answer), reused
-	buf []byte       // recHeaderSize bytes for the arrival time, then one canonical line per event
-	evs []canonEvent // in request order
-	dec canonDecoder // scratch of decode
+	raw    []byte       // the request body (and then the answer), reused
+	buf    []byte       // recHeaderSize bytes for the arrival time, then one canonical line per event
+	evs    []canonEvent // in request order
+	hashes []uint64     // per event, the dedup hash of its client id (accept's scratch)
+	dec    canonDecoder // scratch of decode
 }
 
 // maxPooledBatch is the largest buffer a batch keeps for reuse; a batch

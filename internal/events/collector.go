@@ -3,12 +3,15 @@ package events
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
+	"math"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +31,7 @@ const (
 	DefaultMaxEvents        = 10000            // events in one request
 	DefaultDedupWindow      = 10 * time.Minute // how long an id is remembered
 	DefaultMaxDedupIDs      = 1 << 20          // ids remembered at most; the oldest go first
+	DefaultDedupWALBytes    = 1 << 30          // delivered WAL bytes kept at most for confirming duplicates
 	DefaultGzipLevel        = gzip.BestSpeed   // sink compression: on a Pi, CPU is scarcer than disk
 	DefaultRotateEvery      = time.Minute      // age of a sink file before it is closed
 	DefaultMaxFileBytes     = 64 << 20         // uncompressed bytes of a sink file before it is closed
@@ -50,6 +54,8 @@ type Options struct {
 	MaxEventsPerRequest int                                              // more events get 400
 	DedupWindow         time.Duration                                    // duplicates by id within it are dropped
 	MaxDedupIDs         int                                              // bound on remembered ids
+	DedupMemory         int64                                            // bound on the bytes remembering ids and signatures takes
+	DedupWALBytes       int64                                            // bound on the delivered WAL segments kept for the dedup window
 	RotateEvery         time.Duration                                    // sink file age limit
 	MaxFileBytes        int64                                            // sink file size limit (uncompressed)
 	GzipLevel           int                                              // gzip level of sink files (1 fastest .. 9 smallest)
@@ -67,6 +73,8 @@ type Options struct {
 	Secret              []byte                                           // HMAC-SHA256 key for SignatureHeader; nil disables signatures
 	RequireSignature    bool                                             // refuse POSTs without a good signature (else unsigned ones pass to the caller's auth)
 	Now                 func() time.Time                                 // clock; nil means time.Now
+
+	dedupHash func(seed maphash.Seed, id []byte) uint64 // the dedup table's hash; nil means maphash.Bytes (tests force collisions)
 }
 
 // DefaultOptions returns the options of a collector acknowledging after
@@ -82,6 +90,8 @@ func DefaultOptions() Options {
 		MaxEventsPerRequest: DefaultMaxEvents,
 		DedupWindow:         DefaultDedupWindow,
 		MaxDedupIDs:         DefaultMaxDedupIDs,
+		DedupMemory:         DefaultDedupMemory,
+		DedupWALBytes:       DefaultDedupWALBytes,
 		RotateEvery:         DefaultRotateEvery,
 		MaxFileBytes:        DefaultMaxFileBytes,
 		GzipLevel:           DefaultGzipLevel,
@@ -109,6 +119,8 @@ func (o *Options) fill() {
 	setDefault(&o.MaxEventsPerRequest, d.MaxEventsPerRequest)
 	setDefault(&o.DedupWindow, d.DedupWindow)
 	setDefault(&o.MaxDedupIDs, d.MaxDedupIDs)
+	setDefault(&o.DedupMemory, d.DedupMemory)
+	setDefault(&o.DedupWALBytes, d.DedupWALBytes)
 	setDefault(&o.RotateEvery, d.RotateEvery)
 	setDefault(&o.MaxFileBytes, d.MaxFileBytes)
 	if o.GzipLevel < gzip.BestSpeed || o.GzipLevel > gzip.BestCompression {
@@ -151,7 +163,8 @@ type Stats struct {
 	Backlog        Backlog   // acknowledged, not in the final place yet
 	BacklogBytes   int64     // acknowledged bytes in memory not yet delivered
 	BacklogRecords int       // acknowledged records in memory not yet delivered
-	DedupIDs       int       // ids remembered for dedup
+	DedupIDs       int       // ids (and signatures) remembered for dedup
+	DedupBytes     int64     // memory the remembered ids take (outside the Go heap on Unix)
 	WAL            wal.Stats // the durable queue's counters
 }
 
@@ -159,19 +172,6 @@ type Stats struct {
 type queued struct {
 	pos wal.Pos
 	rec []byte // header and NDJSON lines, as in the WAL
-}
-
-// seenID is what the dedup map keeps of an id: where its record is, so a
-// duplicate's acknowledgement waits for the original to be durable.
-type seenID struct {
-	pos wal.Pos
-	exp int64 // Unix ms after which the id is forgotten
-}
-
-// expiring is an id in arrival order, for forgetting ids cheaply.
-type expiring struct {
-	id  string
-	exp int64
 }
 
 // Collector accepts events, keeps them in a WAL until its file sink has
@@ -184,16 +184,17 @@ type Collector struct {
 	wal  *wal.WAL
 	sink *fileSink
 
-	// mu guards the fields below. It is held across wal.Append (never
-	// across Sync) so that the WAL order, the queue order and the dedup
-	// decisions agree.
+	// mu guards the fields below. It is held across wal.Append, and
+	// across the reads (and the rare Sync) that confirm a duplicate, so
+	// that the WAL order, the queue order and the dedup decisions agree.
 	mu         sync.Mutex
 	closed     bool
-	seen       map[string]seenID
-	expiry     []expiring // ids by arrival; expiry[expHead:] are live
-	expHead    int
-	queue      []queued // appended, not yet written to the sink, in WAL order
-	spare      []queued // the sink loop's emptied queue, for reuse
+	ids        *idTable  // client ids of the dedup window
+	sigs       *sigTable // signatures of signed requests of the window
+	lastPos    wal.Pos   // the last record appended
+	readBuf    []byte    // a record read back to confirm a duplicate
+	queue      []queued  // appended, not yet written to the sink, in WAL order
+	spare      []queued  // the sink loop's emptied queue, for reuse
 	queueBytes int64
 	sinceWake  int // record bytes appended since the sink was last woken
 	recent     ring
@@ -255,6 +256,10 @@ func New(dir string, opts Options, log *slog.Logger) (*Collector, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("component", "events")
+	if opts.SegmentSize > math.MaxUint32 {
+		// The dedup table keeps a record's offset in 32 bits.
+		return nil, fmt.Errorf("events wal segment size %d: at most %d", opts.SegmentSize, int64(math.MaxUint32))
+	}
 	wo := wal.DefaultOptions()
 	wo.FS = opts.FS
 	wo.Durability = opts.Durability
@@ -277,7 +282,8 @@ func New(dir string, opts Options, log *slog.Logger) (*Collector, error) {
 		log:      log,
 		wal:      w,
 		sink:     sink,
-		seen:     map[string]seenID{},
+		ids:      newIDTable(idTableCap(opts.DedupMemory-opts.DedupMemory/sigMemoryShare, opts.MaxDedupIDs)),
+		sigs:     newSigTable(int(opts.DedupMemory / sigMemoryShare / sigKeyBytes)),
 		recent:   newRing(opts.RecentEvents),
 		counts:   map[string]uint64{},
 		notify:   make(chan struct{}, 1),
@@ -287,6 +293,9 @@ func New(dir string, opts Options, log *slog.Logger) (*Collector, error) {
 		upNotify: make(chan struct{}, 1),
 		upStop:   make(chan struct{}),
 		upDone:   make(chan struct{}),
+	}
+	if opts.dedupHash != nil {
+		c.ids.hash = opts.dedupHash
 	}
 	c.committedSeq.Store(sink.cursor.Seq)
 	if err := c.rebuild(); err != nil {
@@ -320,17 +329,15 @@ func (c *Collector) rebuild() error {
 			if undelivered {
 				c.backlogEvents.Add(1)
 			}
-			// Only the id is needed; Unmarshal still checks the whole
-			// line. Assigned ids cannot be told from client ids here, so
-			// they are remembered too, until the window ends.
-			var ev struct {
-				ID string `json:"id"`
-			}
-			if err := json.Unmarshal(line, &ev); err != nil {
-				return fmt.Errorf("decode event at %v: %w", pos, err)
+			// Only the id is needed, as the line writes it. Assigned ids
+			// cannot be told from client ids here, so they are
+			// remembered too, until the window ends.
+			id, ok := lineID(line)
+			if !ok {
+				return fmt.Errorf("decode event at %v: no id at the start of %.40q", pos, line)
 			}
 			if arrival+window > now {
-				c.remember(ev.ID, pos, arrival+window)
+				c.ids.add(c.ids.sum(id), pos, arrival+window)
 			}
 			c.recent.add(bytes.TrimSuffix(line, []byte{'\n'}))
 			n++
@@ -341,68 +348,9 @@ func (c *Collector) rebuild() error {
 		return fmt.Errorf("replay events wal: %w", err)
 	}
 	if n > 0 {
-		c.log.Info("events wal replayed", "events", n, "remembered_ids", len(c.seen))
+		c.log.Info("events wal replayed", "events", n, "remembered_ids", c.ids.len())
 	}
 	return nil
-}
-
-// remember adds id to the dedup map, forgetting the oldest id when the
-// map is full. The caller holds mu (or is New).
-func (c *Collector) remember(id string, pos wal.Pos, exp int64) {
-	if len(c.seen) >= c.opts.MaxDedupIDs {
-		c.forget(int64(^uint64(0) >> 1))
-	}
-	c.seen[id] = seenID{pos: pos, exp: exp}
-	c.expiry = append(c.expiry, expiring{id, exp})
-}
-
-// unremember forgets the ids of a request whose record the WAL dropped
-// for lack of space, so that the client's retry is accepted rather than
-// answered as duplicates of a record that does not exist. The record may
-// still reach the sinks from memory: a retry then delivers it twice, the
-// at-least-once side of the trade.
-func (c *Collector) unremember(evs []canonEvent, dup []bool, sigKey string, pos wal.Pos) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i := range evs {
-		if evs[i].assigned || dup != nil && dup[i] {
-			continue
-		}
-		if s, ok := c.seen[evs[i].id]; ok && s.pos == pos {
-			delete(c.seen, evs[i].id)
-		}
-	}
-	if s, ok := c.seen[sigKey]; ok && sigKey != "" && s.pos == pos {
-		delete(c.seen, sigKey)
-	}
-}
-
-// forget drops ids that expired by now, or just the oldest one when now
-// is the largest time (the map is full). The caller holds mu.
-func (c *Collector) forget(now int64) {
-	full := now == int64(^uint64(0)>>1)
-	for c.expHead < len(c.expiry) {
-		e := c.expiry[c.expHead]
-		if e.exp > now {
-			break
-		}
-		c.expiry[c.expHead] = expiring{}
-		c.expHead++
-		// An id seen again later has a later expiry in the map; keep it.
-		if s, ok := c.seen[e.id]; ok && s.exp == e.exp {
-			delete(c.seen, e.id)
-			if full {
-				break
-			}
-		}
-	}
-	// Compact once the dead prefix is half the slice, so that it does not
-	// grow for ever.
-	if c.expHead > 1024 && c.expHead*2 > len(c.expiry) {
-		n := copy(c.expiry, c.expiry[c.expHead:])
-		clear(c.expiry[n:])
-		c.expiry, c.expHead = c.expiry[:n], 0
-	}
 }
 
 // Errors of Accept.
@@ -455,8 +403,22 @@ func (c *Collector) accept(ctx context.Context, b *batch, arrival int64, sigKey 
 	binary.LittleEndian.PutUint64(b.buf, uint64(arrival))
 	exp := arrival + c.opts.DedupWindow.Milliseconds()
 	// Duplicates inside the request depend on nothing shared, so they
-	// are found before taking the lock.
+	// are found before taking the lock, and so are the hashes.
 	dup := requestDups(evs)
+	b.hashes = slices.Grow(b.hashes[:0], len(evs))[:len(evs)]
+	start := recHeaderSize
+	for i := range evs {
+		if !evs[i].assigned {
+			id, _ := lineID(b.buf[start:evs[i].end])
+			b.hashes[i] = c.ids.sum(id)
+		}
+		start = evs[i].end
+	}
+	var sig *[32]byte
+	if sigKey != "" {
+		k := sha256.Sum256([]byte(sigKey))
+		sig = &k
+	}
 	// The record is a copy, made outside the lock, because b is reused
 	// once accept returns while the record stays in the queue until
 	// delivered; its exact size also keeps the queue's memory what
@@ -474,26 +436,31 @@ func (c *Collector) accept(ctx context.Context, b *batch, arrival int64, sigKey 
 	}
 	var waitFor wal.Pos
 	replayed := false
-	if sigKey != "" {
-		if s, ok := c.seen[sigKey]; ok && s.exp > arrival {
-			replayed, waitFor = true, s.pos
-		}
+	if sig != nil {
+		waitFor, replayed = c.sigs.get(*sig, arrival)
 	}
+	start = recHeaderSize
 	for i := range evs {
-		var s seenID
+		line := b.buf[start:evs[i].end]
+		start = evs[i].end
+		if dup != nil && dup[i] {
+			continue // a duplicate within the request
+		}
+		var at wal.Pos
 		ok := false
 		if !evs[i].assigned {
-			s, ok = c.seen[evs[i].id]
+			id, _ := lineID(line)
+			at, ok = c.duplicate(b.hashes[i], id, arrival)
 		}
-		if !replayed && (!ok || s.exp <= arrival) {
+		if !replayed && !ok {
 			continue
 		}
 		if dup == nil {
 			dup = make([]bool, len(evs))
 		}
 		dup[i] = true
-		if ok && waitFor.Less(s.pos) {
-			waitFor = s.pos
+		if ok && waitFor.Less(at) {
+			waitFor = at
 		}
 	}
 	for i := range dup {
@@ -524,10 +491,11 @@ func (c *Collector) accept(ctx context.Context, b *batch, arrival int64, sigKey 
 		if waitFor.Less(pos) {
 			waitFor = pos
 		}
+		c.lastPos = pos
 		c.queue = append(c.queue, queued{pos: pos, rec: rec})
 		c.queueBytes += int64(len(rec))
-		if sigKey != "" {
-			c.remember(sigKey, pos, arrival+max(c.opts.DedupWindow, 2*SignatureWindow).Milliseconds())
+		if sig != nil {
+			c.sigs.add(*sig, pos, arrival+max(c.opts.DedupWindow, 2*SignatureWindow).Milliseconds())
 		}
 		c.backlogEvents.Add(int64(accepted))
 		start := recHeaderSize
@@ -538,7 +506,7 @@ func (c *Collector) accept(ctx context.Context, b *batch, arrival int64, sigKey 
 				continue
 			}
 			if !evs[i].assigned {
-				c.remember(evs[i].id, pos, exp)
+				c.ids.add(b.hashes[i], pos, exp)
 			}
 			c.recent.add(line)
 			// Counted by arrival into the open minute; the ticker hands
@@ -568,7 +536,7 @@ func (c *Collector) accept(ctx context.Context, b *batch, arrival int64, sigKey 
 	if waitFor != (wal.Pos{}) {
 		if err := c.wal.Sync(ctx, waitFor); err != nil {
 			if accepted > 0 && wal.IsNoSpace(err) {
-				c.unremember(evs, dup, sigKey, pos)
+				c.unremember(b, dup, sig, pos)
 			}
 			return 0, 0, fmt.Errorf("sync events: %w", err)
 		}
@@ -651,7 +619,8 @@ func (c *Collector) tickLoop() {
 			}
 			now := c.opts.Now().UnixMilli()
 			c.mu.Lock()
-			c.forget(now)
+			c.ids.expire(now)
+			c.sigs.expire(now, false)
 			c.mu.Unlock()
 			c.flushCounts(false)
 		}
@@ -702,6 +671,11 @@ func (c *Collector) Close() error {
 	<-c.tickDone
 	close(c.upStop)
 	<-c.upDone
+	// Nothing reads the dedup tables any more; the id table's memory may
+	// be outside the Go heap, so it is given back here.
+	c.mu.Lock()
+	c.ids.release()
+	c.mu.Unlock()
 	if cl, ok := c.opts.Upload.(interface{ Close() }); ok {
 		cl.Close()
 	}
@@ -714,7 +688,7 @@ func (c *Collector) Close() error {
 // Stats returns the counters.
 func (c *Collector) Stats() Stats {
 	c.mu.Lock()
-	s := Stats{BacklogBytes: c.queueBytes, BacklogRecords: len(c.queue), DedupIDs: len(c.seen)}
+	s := Stats{BacklogBytes: c.queueBytes, BacklogRecords: len(c.queue), DedupIDs: c.ids.len() + len(c.sigs.seen), DedupBytes: c.ids.memory()}
 	c.mu.Unlock()
 	s.Accepted = c.stats.accepted.Load()
 	s.Duplicates = c.stats.dups.Load()

@@ -2,17 +2,21 @@ package events
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/pith-historian/pith/internal/store/vfs"
+	"github.com/pith-historian/pith/internal/store/wal"
 )
 
 // batchBody returns an NDJSON body of n events of about 100 bytes each.
@@ -24,14 +28,35 @@ func batchBody(n int) string {
 	return b.String()
 }
 
+// idsBody is batchBody with a client id on every event, unique to the
+// request numbered req.
+func idsBody(n int, req int64) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "{\"id\":\"r%d-%d\",\"name\":\"app.click\",\"source\":{\"device\":\"pi-%02d\"},\"num\":{\"x\":%d},\"str\":{\"btn\":\"ok\"}}\n", req, i, i%7, i)
+	}
+	return b.String()
+}
+
 // BenchmarkPostFsync posts requests of 14 events (~100 B each) through the
 // handler into the WAL on the real disk, acknowledging after fsync (group
 // commit across the parallel requests), with the file sink running.
 //
+// The "ids" case gives every event its own client id, as a retrying
+// client does, so that each one is remembered for deduplication.
+//
 // Run with: go test -run '^$' -bench PostFsync -benchtime 5s ./internal/events/
 func BenchmarkPostFsync(b *testing.B) {
-	for _, par := range []int{1, 16, 64} {
-		b.Run(fmt.Sprintf("par=%d", par), func(b *testing.B) {
+	for _, bc := range []struct {
+		par int
+		ids bool
+	}{{1, false}, {16, false}, {64, false}, {16, true}} {
+		name := fmt.Sprintf("par=%d", bc.par)
+		if bc.ids {
+			name += ",ids"
+		}
+		par := bc.par
+		b.Run(name, func(b *testing.B) {
 			opts := DefaultOptions()
 			opts.FS = vfs.OS{}
 			opts.RotateEvery = 10 * time.Second
@@ -46,8 +71,13 @@ func BenchmarkPostFsync(b *testing.B) {
 			b.ReportAllocs()
 			b.SetParallelism(par)
 			b.ResetTimer()
+			var next atomic.Int64
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
+					body := body
+					if bc.ids {
+						body = idsBody(14, next.Add(1))
+					}
 					req := httptest.NewRequest("POST", "/api/v1/events", strings.NewReader(body))
 					rec := httptest.NewRecorder()
 					h.ServeHTTP(rec, req)
@@ -223,4 +253,89 @@ func BenchmarkCanon(b *testing.B) {
 			b.ReportMetric(float64(b.N*bc.n)/b.Elapsed().Seconds(), "events/s")
 		})
 	}
+}
+
+// BenchmarkDedupMemory measures the memory that remembering client ids
+// costs: it accepts the same events twice, into two collectors, once
+// with a client id on each and once without (ids the collector assigns
+// are not remembered), waits until both delivered everything, and
+// reports the difference of their heaps, plus the id table when it
+// lives outside the heap (Stats.DedupBytes), per remembered id.
+//
+// Run with: go test -run '^$' -bench DedupMemory -benchtime 1x ./internal/events/
+func BenchmarkDedupMemory(b *testing.B) {
+	const events = 400000
+	heap := func(ids bool) (uint64, int) {
+		opts := DefaultOptions()
+		opts.RotateEvery = time.Second
+		c, err := New(b.TempDir(), opts, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		evs := make([]Event, 100)
+		for n := 0; n < events; n += len(evs) {
+			for i := range evs {
+				evs[i] = Event{Name: "app.click", Time: 1, Num: map[string]float64{"x": float64(i)}}
+				if ids {
+					evs[i].ID = fmt.Sprintf("client-%08d", n+i)
+				}
+			}
+			if _, _, err := c.Accept(context.Background(), evs, time.Now().UnixMilli()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for c.Stats().BacklogRecords > 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		st := c.Stats()
+		used := ms.HeapAlloc
+		c.mu.Lock()
+		if c.ids.mem.mapped != nil {
+			used += uint64(st.DedupBytes)
+		}
+		c.mu.Unlock()
+		if err := c.Close(); err != nil {
+			b.Fatal(err)
+		}
+		return used, st.DedupIDs
+	}
+	for b.Loop() {
+		without, _ := heap(false)
+		with, n := heap(true)
+		b.ReportMetric(float64(int64(with)-int64(without))/float64(n), "B/id")
+		b.ReportMetric(float64(n), "ids")
+	}
+}
+
+// BenchmarkIDTable measures what the dedup table costs per new id once
+// it is full at its default size: a lookup that finds nothing, then an
+// add that forgets the oldest id.
+//
+// Run with: go test -run '^$' -bench IDTable ./internal/events/
+func BenchmarkIDTable(b *testing.B) {
+	n := idTableCap(DefaultDedupMemory-DefaultDedupMemory/sigMemoryShare, DefaultMaxDedupIDs)
+	tab := newIDTable(n)
+	h := uint64(1)
+	next := func() uint64 {
+		h ^= h << 13
+		h ^= h >> 7
+		h ^= h << 17
+		return h
+	}
+	for range n {
+		tab.add(next(), wal.Pos{}, 1<<62)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		k := next()
+		if tab.find(k, func(*idEntry) bool { return true }) {
+			b.Fatal("found an id never added")
+		}
+		tab.add(k, wal.Pos{}, 1<<62)
+	}
+	b.ReportMetric(float64(tab.memory())/float64(tab.len()), "B/id")
 }

@@ -213,7 +213,7 @@ func (c *Collector) deliverQueue(stopping bool) error {
 }
 
 // commit completes the open file, records the new cursor and deletes the
-// WAL segments before the cursor's segment.
+// WAL segments before the cursor's segment that no remembered id needs.
 func (c *Collector) commit() error {
 	records, events := 0, 0
 	if c.sink.cur != nil {
@@ -231,7 +231,7 @@ func (c *Collector) commit() error {
 	// that the backlog never dips.
 	c.addPending(final, events)
 	c.backlogEvents.Add(-int64(events))
-	if err := c.wal.TruncateBefore(c.sink.cursor.Pos.Segment); err != nil {
+	if err := c.wal.TruncateBefore(c.keepFrom(c.sink.cursor.Pos.Segment)); err != nil {
 		// The records are delivered; old segments only cost disk space
 		// and are removed at the next commit.
 		c.log.Warn("remove delivered wal segments", "err", err)

@@ -7,7 +7,9 @@
 #   internal/events/testdata/wrk/bench.sh [ROUNDS] [CONNECTIONS]
 #
 # Rounds: 14 events per request (~1.5 KB) on Pith; 1 event per request
-# on Pith and on the floor; Pith's peak RSS (VmHWM) after both.
+# on Pith and on the floor; Pith's peak RSS (VmHWM) after both. With
+# IDS=1 the 14 events of a request carry client ids (ids.lua), which the
+# collector remembers for deduplication.
 set -euo pipefail
 rounds=${1:-5}
 conns=${2:-256}
@@ -15,6 +17,8 @@ secs=${SECS:-8}
 dir=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
 here=internal/events/testdata
+batch_script=batch.lua
+if [ -n "${IDS:-}" ]; then batch_script=ids.lua; fi
 go build -o "$dir/pith" ./cmd/pith
 go build -o "$dir/floor" ./$here/floor
 cat >"$dir/pith.toml" <<TOML
@@ -36,7 +40,7 @@ for r in $(seq "$rounds"); do
   "$dir/pith" serve --config "$dir/pith.toml" &
   pid=$!
   sleep 1.5
-  batch=$(EVENTS_PER_REQUEST=14 rate $here/wrk/batch.lua http://127.0.0.1:18099)
+  batch=$(EVENTS_PER_REQUEST=14 rate $here/wrk/$batch_script http://127.0.0.1:18099)
   one=$(rate $here/wrk/one.lua http://127.0.0.1:18099)
   rss=$(awk '/VmHWM/{print $2}' /proc/$pid/status)
   kill $pid; wait $pid 2>/dev/null || true
