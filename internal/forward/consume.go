@@ -16,11 +16,12 @@ import (
 
 // Consumer tuning. See docs/format/forward.md for the messages.
 const (
-	consumeFetch      = 64               // messages asked for per pull
-	consumeFetchWait  = 1 * time.Second  // longest wait of one pull; bounds the reaction to ctx
+	consumeFetch      = 64               // messages the pull iterator buffers ahead
+	consumeFetchWait  = 1 * time.Second  // pause after a failed pull
 	consumeAckWait    = 60 * time.Second // redelivery of a message neither acked nor nakked
 	consumeNakDelay   = 2 * time.Second  // redelivery delay after a sink error
 	consumeMaxPending = 1024             // unacknowledged messages per consumer
+	consumeAckTimeout = 5 * time.Second  // longest wait for the server to confirm an ack
 )
 
 // SinkFunc receives the points of one batch published by site. Returning
@@ -73,41 +74,63 @@ func Consume(ctx context.Context, url string, subjects []string, durable string,
 		return fmt.Errorf("create consumer %s on %s: %w", durable, stream, err)
 	}
 	log.Info("consuming", "stream", stream, "subjects", subjects, "durable", durable)
+	// One long-lived pull subscription, not a Fetch per round: a Fetch has
+	// its own inbox, closed when the client gives up on it, and a message
+	// the server delivers to that inbox a moment later (a loaded machine
+	// delays the server's expiry notice past the client's own) is lost
+	// until its AckWait, a minute on. The iterator keeps one inbox and
+	// pulls ahead into it.
+	it, err := cons.Messages(jetstream.PullMaxMessages(consumeFetch), jetstream.PullExpiry(consumeFetchWait*30))
+	if err != nil {
+		return fmt.Errorf("pull from consumer %s: %w", durable, err)
+	}
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			it.Stop()
+		case <-stopped:
+		}
+	}()
+	defer close(stopped)
+	defer it.Stop()
 	var pts []model.Point
-	for ctx.Err() == nil {
-		batch, err := cons.Fetch(consumeFetch, jetstream.FetchMaxWait(consumeFetchWait))
+	for {
+		m, err := it.Next()
 		if err != nil {
-			log.Warn("fetch from jetstream", "err", err)
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			log.Warn("pull from jetstream", "err", err)
 			sleep(ctx, consumeFetchWait)
 			continue
 		}
-		for m := range batch.Messages() {
-			site := siteOf(m.Subject())
-			_, pts, err = DecodeBatch(pts[:0], m.Data())
-			if err != nil {
-				log.Error("terminating undecodable message", "subject", m.Subject(), "err", err)
-				if err := m.Term(); err != nil {
-					log.Warn("terminate message", "err", err)
-				}
-				continue
+		site := siteOf(m.Subject())
+		_, pts, err = DecodeBatch(pts[:0], m.Data())
+		if err != nil {
+			log.Error("terminating undecodable message", "subject", m.Subject(), "err", err)
+			if err := m.Term(); err != nil {
+				log.Warn("terminate message", "err", err)
 			}
-			if err := sink(site, pts); err != nil {
-				log.Warn("sink refused batch; redelivering later", "site", site, "points", len(pts), "err", err)
-				if err := m.NakWithDelay(consumeNakDelay); err != nil {
-					log.Warn("nak message", "err", err)
-				}
-				continue
-			}
-			if err := m.DoubleAck(ctx); err != nil {
-				// The batch will come again; the sink tolerates repeats.
-				log.Warn("ack message", "err", err)
-			}
+			continue
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
-			log.Warn("pull from jetstream", "err", err)
+		if err := sink(site, pts); err != nil {
+			log.Warn("sink refused batch; redelivering later", "site", site, "points", len(pts), "err", err)
+			if err := m.NakWithDelay(consumeNakDelay); err != nil {
+				log.Warn("nak message", "err", err)
+			}
+			continue
+		}
+		// The sink stored the batch: acknowledge it even while Consume is
+		// stopping, or it would come again after AckWait.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), consumeAckTimeout)
+		err = m.DoubleAck(actx)
+		cancel()
+		if err != nil {
+			// The batch will come again; the sink tolerates repeats.
+			log.Warn("ack message", "err", err)
 		}
 	}
-	return nil
 }
 
 // siteOf returns the site part of a pith.<site>.samples subject.

@@ -209,11 +209,6 @@ func TestNATSRestartMidBacklog(t *testing.T) {
 }
 
 func TestConsume(t *testing.T) {
-	if os.Getenv("PITH_TEST_NATS_CONSUME") == "" {
-		// Known flaky on a shared server (1 run in ~10 received 4000 of
-		// 5000 points before its deadline): run it on purpose.
-		t.Skip("set PITH_TEST_NATS_CONSUME=1 to run the central-consumer test")
-	}
 	url := natsURL(t)
 	site := testSite(t)
 	sink := newNATSSink(t, url, site)
