@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pith-historian/pith/internal/testpeer"
 	"io"
 	"net"
 	"net/http"
@@ -33,7 +34,7 @@ var httpc = &http.Client{Timeout: 15 * time.Second}
 func testNATS(t testing.TB) string {
 	u := os.Getenv("PITH_TEST_NATS")
 	if u == "" {
-		t.Skip("PITH_TEST_NATS not set (e.g. nats://127.0.0.1:4222 with JetStream): central/forwarding test skipped")
+		testpeer.Missing(t, "PITH_TEST_NATS not set (e.g. nats://127.0.0.1:4222 with JetStream): central/forwarding test skipped")
 	}
 	return u
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"github.com/pith-historian/pith/internal/testpeer"
 	"net"
 	"os"
 	"os/exec"
@@ -168,12 +169,12 @@ func TestForwardOutageRestart(t *testing.T) {
 // the stream's leader mid-stream: nothing is lost and nothing duplicated.
 func TestCentralClusterNodeKilled(t *testing.T) {
 	if os.Getenv("PITH_TEST_NATS") == "" {
-		t.Skip("PITH_TEST_NATS not set: cluster test skipped with the other NATS tests")
+		testpeer.Missing(t, "PITH_TEST_NATS not set: cluster test skipped with the other NATS tests")
 	}
 	bin, err := exec.LookPath("nats-server")
 	if err != nil {
 		if bin, err = exec.LookPath("/usr/sbin/nats-server"); err != nil {
-			t.Skip("nats-server not installed (Debian package nats-server): cluster test skipped")
+			testpeer.Missing(t, "nats-server not installed (Debian package nats-server): cluster test skipped")
 		}
 	}
 	cl := startNATSCluster(t, bin, 3)

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"github.com/pith-historian/pith/internal/testpeer"
 	"net"
 	"net/url"
 	"os"
@@ -26,7 +27,7 @@ import (
 func TestServeForwardsToNATS(t *testing.T) {
 	url := os.Getenv("PITH_TEST_NATS")
 	if url == "" {
-		t.Skip("PITH_TEST_NATS not set (e.g. nats://127.0.0.1:4222 with JetStream): forwarding test skipped")
+		testpeer.Missing(t, "PITH_TEST_NATS not set (e.g. nats://127.0.0.1:4222 with JetStream): forwarding test skipped")
 	}
 	site := fmt.Sprintf("fwtest%d", time.Now().UnixNano())
 	cfg := config.Default()
@@ -87,7 +88,7 @@ func TestServeForwardsToNATS(t *testing.T) {
 func TestServeForwardsAllKinds(t *testing.T) {
 	pgURL, mqttURL := os.Getenv("PITH_TEST_PG"), os.Getenv("PITH_TEST_MQTT")
 	if pgURL == "" || mqttURL == "" {
-		t.Skip("PITH_TEST_PG and PITH_TEST_MQTT not both set (e.g. postgres://postgres@127.0.0.1:5432/test, tcp://127.0.0.1:1883): forwarding test skipped")
+		testpeer.Missing(t, "PITH_TEST_PG and PITH_TEST_MQTT not both set (e.g. postgres://postgres@127.0.0.1:5432/test, tcp://127.0.0.1:1883): forwarding test skipped")
 	}
 	if !strings.Contains(mqttURL, "://") {
 		mqttURL = "tcp://" + mqttURL

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/pith-historian/pith/internal/testpeer"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -171,7 +172,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 func TestMQTTNotifier(t *testing.T) {
 	broker := os.Getenv("PITH_TEST_MQTT")
 	if broker == "" {
-		t.Skip("PITH_TEST_MQTT not set (e.g. 127.0.0.1:1883)")
+		testpeer.Missing(t, "PITH_TEST_MQTT not set (e.g. 127.0.0.1:1883)")
 	}
 	if !strings.Contains(broker, "://") {
 		broker = "tcp://" + broker // CI gives host:port

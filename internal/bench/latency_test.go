@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"github.com/pith-historian/pith/internal/testpeer"
 	"os/exec"
 	"strings"
 	"testing"
@@ -97,7 +98,7 @@ func FuzzParseCyclictest(f *testing.F) {
 
 func TestRunCyclictest(t *testing.T) {
 	if _, err := exec.LookPath("cyclictest"); err != nil {
-		t.Skip("cyclictest not installed (apt-get install rt-tests)")
+		testpeer.Missing(t, "cyclictest not installed (apt-get install rt-tests)")
 	}
 	s, err := RunCyclictest(context.Background(), LatencyOptions{Period: time.Millisecond, Duration: time.Second})
 	if err != nil {

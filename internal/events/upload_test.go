@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pith-historian/pith/internal/testpeer"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -290,7 +291,7 @@ func TestCrashBeforeCursorUpdate(t *testing.T) {
 func TestNATSObjectsUpload(t *testing.T) {
 	url := os.Getenv("PITH_TEST_NATS")
 	if url == "" {
-		t.Skip("PITH_TEST_NATS not set (e.g. nats://127.0.0.1:4222 with JetStream): NATS upload test skipped")
+		testpeer.Missing(t, "PITH_TEST_NATS not set (e.g. nats://127.0.0.1:4222 with JetStream): NATS upload test skipped")
 	}
 	bucket := fmt.Sprintf("pith_events_test_%d", time.Now().UnixNano())
 	up, err := NewNATSObjects(url, bucket)

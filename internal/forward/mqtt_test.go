@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pith-historian/pith/internal/testpeer"
 	"math"
 	"net/url"
 	"os"
@@ -25,7 +26,7 @@ func mqttURL(tb testing.TB) string {
 	tb.Helper()
 	u := os.Getenv("PITH_TEST_MQTT")
 	if u == "" {
-		tb.Skip("PITH_TEST_MQTT is not set (e.g. 127.0.0.1:1883 with mosquitto)")
+		testpeer.Missing(tb, "PITH_TEST_MQTT is not set (e.g. 127.0.0.1:1883 with mosquitto)")
 	}
 	if !strings.Contains(u, "://") {
 		u = "tcp://" + u // CI gives host:port

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pith-historian/pith/internal/testpeer"
 	"net"
 	"os"
 	"slices"
@@ -25,7 +26,7 @@ func natsURL(tb testing.TB) string {
 	tb.Helper()
 	u := os.Getenv("PITH_TEST_NATS")
 	if u == "" {
-		tb.Skip("PITH_TEST_NATS is not set (e.g. nats://127.0.0.1:4222 with a JetStream-enabled nats-server)")
+		testpeer.Missing(tb, "PITH_TEST_NATS is not set (e.g. nats://127.0.0.1:4222 with a JetStream-enabled nats-server)")
 	}
 	return u
 }

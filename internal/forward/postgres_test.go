@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pith-historian/pith/internal/testpeer"
 	"math"
 	"os"
 	"slices"
@@ -23,7 +24,7 @@ func pgURL(tb testing.TB) string {
 	tb.Helper()
 	u := os.Getenv("PITH_TEST_PG")
 	if u == "" {
-		tb.Skip("PITH_TEST_PG is not set (e.g. postgres://postgres@127.0.0.1:5432/test)")
+		testpeer.Missing(tb, "PITH_TEST_PG is not set (e.g. postgres://postgres@127.0.0.1:5432/test)")
 	}
 	return u
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/pith-historian/pith/internal/testpeer"
 	"io"
 	"net"
 	"os"
@@ -24,7 +25,7 @@ import (
 func mqttBroker(t testing.TB) string {
 	addr := os.Getenv("PITH_TEST_MQTT")
 	if addr == "" {
-		t.Skip("PITH_TEST_MQTT not set (e.g. 127.0.0.1:1883 with mosquitto running): MQTT tests skipped")
+		testpeer.Missing(t, "PITH_TEST_MQTT not set (e.g. 127.0.0.1:1883 with mosquitto running): MQTT tests skipped")
 	}
 	if _, hostPort, ok := strings.Cut(addr, "://"); ok {
 		addr = hostPort // tcp://host:port works too
@@ -226,7 +227,7 @@ func TestMQTTThroughputTunedBroker(t *testing.T) {
 func startTunedMosquitto(t *testing.T) string {
 	bin, err := exec.LookPath("mosquitto")
 	if err != nil {
-		t.Skip("mosquitto not installed (apt-get install mosquitto): tuned-broker test skipped")
+		testpeer.Missing(t, "mosquitto not installed (apt-get install mosquitto): tuned-broker test skipped")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -1,6 +1,7 @@
 package promapi
 
 import (
+	"github.com/pith-historian/pith/internal/testpeer"
 	"net/http/httptest"
 	"os/exec"
 	"strings"
@@ -13,7 +14,7 @@ import (
 func TestPromtool(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
-		t.Skip("promtool not found (apt-get install prometheus): skipping the real-client test")
+		testpeer.Missing(t, "promtool not found (apt-get install prometheus): skipping the real-client test")
 	}
 	srv := httptest.NewServer(New(openStore(t, endpointPoints()), DefaultOptions(), nil))
 	defer srv.Close()

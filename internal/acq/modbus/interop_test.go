@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/pith-historian/pith/internal/testpeer"
 	"net"
 	"os"
 	"os/exec"
@@ -183,7 +184,7 @@ func (svHandler) HandleInputRegisters(req *smb.InputRegistersRequest) ([]uint16,
 
 func havePymodbus(t *testing.T) {
 	if err := exec.Command("/usr/bin/python3", "-c", "import pymodbus").Run(); err != nil {
-		t.Skip("skip: pymodbus missing (apt-get install python3-pymodbus)")
+		testpeer.Missing(t, "pymodbus missing (apt-get install python3-pymodbus)")
 	}
 }
 
@@ -236,7 +237,7 @@ func TestInteropPymodbusServer(t *testing.T) {
 func TestInteropMbpoll(t *testing.T) {
 	mbpoll, err := exec.LookPath("mbpoll")
 	if err != nil {
-		t.Skip("skip: mbpoll missing (apt-get install mbpoll)")
+		testpeer.Missing(t, "mbpoll missing (apt-get install mbpoll)")
 	}
 	s, addr := startServer(t, ServerOptions{})
 	_ = s.Bank().SetRegisters(HoldingRegisters, 0, 100, 200, 300, 400)
@@ -269,10 +270,10 @@ func TestInteropMbpoll(t *testing.T) {
 func TestInteropLibmodbus(t *testing.T) {
 	cc, err := exec.LookPath("cc")
 	if err != nil {
-		t.Skip("skip: no C compiler (apt-get install gcc)")
+		testpeer.Missing(t, "no C compiler (apt-get install gcc)")
 	}
 	if _, err := os.Stat("/usr/include/modbus/modbus.h"); err != nil {
-		t.Skip("skip: libmodbus headers missing (apt-get install libmodbus-dev)")
+		testpeer.Missing(t, "libmodbus headers missing (apt-get install libmodbus-dev)")
 	}
 	bin := filepath.Join(t.TempDir(), "libmodbus_peer")
 	if out, err := exec.Command(cc, "-O2", "-I/usr/include/modbus", "-o", bin,

@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/pith-historian/pith/internal/testpeer"
 	"io"
 	"log/slog"
 	"net/http"
@@ -54,17 +55,17 @@ func tools(t *testing.T) (node, chromium string) {
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node not found in PATH: install nodejs to run the browser tests")
+		testpeer.Missing(t, "node not found in PATH: install nodejs to run the browser tests")
 	}
 	chromium = os.Getenv("PITH_CHROMIUM")
 	if chromium == "" {
 		chromium = "/usr/bin/chromium"
 	}
 	if _, err := os.Stat(chromium); err != nil {
-		t.Skipf("chromium not found at %s (apt-get install chromium, or set PITH_CHROMIUM)", chromium)
+		testpeer.Missing(t, "chromium not found at %s (apt-get install chromium, or set PITH_CHROMIUM)", chromium)
 	}
 	if _, err := os.Stat("node_modules/playwright-core/package.json"); err != nil {
-		t.Skip("playwright-core is not installed: run npm ci in internal/web/e2e")
+		testpeer.Missing(t, "playwright-core is not installed: run npm ci in internal/web/e2e")
 	}
 	return node, chromium
 }
