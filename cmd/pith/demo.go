@@ -41,7 +41,7 @@ func runDemo(args []string) error {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: pith demo [--data DIR] [--listen ADDR]
 
-Runs a complete simulated plant with no set-up, the seed test of Pith:
+Runs a complete simulated plant with no set-up, the D2000 reference test (docs/bench.md):
   - Pith's own Modbus TCP server on 127.0.0.1 (port 5020, or a free one)
     publishes 100 simulated tags, demo.sim.r0..r99: holding register N
     holds 1000 * second-of-minute + N and changes twice a second;
@@ -126,7 +126,7 @@ func demoModbusPort() (string, error) {
 	return addr, nil
 }
 
-// simulate plays the seed's SCADA: every half second it writes holding
+// simulate plays the reference SCADA: every half second it writes holding
 // register N = 1000 * second-of-minute + N (N < 100) into Pith's Modbus
 // server in one FC 16 request, which turns them into the demo.sim tags.
 func simulate(ctx context.Context, addr string, log *slog.Logger) {
