@@ -90,7 +90,9 @@ expr = "tank.level * 2"
 		}
 	}
 	eventually(t, 10*time.Second, "the alarm on the pushed tag", func() bool {
-		var got struct{ Alarms []struct{ Name, State string } }
+		var got struct {
+			Alarms []struct{ Name, State string }
+		}
 		get("/api/v1/alarms", &got)
 		return len(got.Alarms) == 1 && got.Alarms[0].State == "active"
 	})
