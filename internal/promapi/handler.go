@@ -28,19 +28,26 @@ type Options struct {
 	MaxPushdownBuckets int           // rollup buckets one window plan may ask for; more falls back to raw samples
 	LookbackDelta      time.Duration // how far back an instant selector looks for a sample
 	Version            string        // reported by /api/v1/status/buildinfo
+	MaxConcurrent      int           // queries (instant and range) evaluated at once
+	MaxQueued          int           // queries waiting for a turn; more get 503 with Retry-After
+	QueueWait          time.Duration // longest a query waits for a turn before 503
+	Budget             Reserver      // memory budget answers are reserved from; nil reserves nothing
 }
 
 // DefaultOptions returns the options Pith serves with. The sample limits
-// keep one query within about 250 MB on a small board.
+// keep one query within about 150 MB on a small board, and two run at once.
 func DefaultOptions() Options {
 	return Options{
 		Timeout:            2 * time.Minute,
-		MaxSamples:         10_000_000,
+		MaxSamples:         5_000_000,
 		MaxRawSamples:      5_000_000,
 		MaxPoints:          11_000,
 		MaxPushdownBuckets: 1_000_000,
 		LookbackDelta:      5 * time.Minute,
 		Version:            "pith",
+		MaxConcurrent:      defaultMaxConcurrent,
+		MaxQueued:          defaultMaxQueued,
+		QueueWait:          defaultQueueWait,
 	}
 }
 
@@ -54,6 +61,7 @@ type Handler struct {
 	opts   Options
 	log    *slog.Logger
 	engine *promql.Engine
+	admit  *admission // bounds the queries running and waiting
 	// noPushdown makes every selector read raw samples; tests compare
 	// the two paths with it.
 	noPushdown bool
@@ -95,6 +103,15 @@ func NewHandler(st Store, opts Options, log *slog.Logger) *Handler {
 	if opts.Version == "" {
 		opts.Version = def.Version
 	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = def.MaxConcurrent
+	}
+	if opts.MaxQueued <= 0 {
+		opts.MaxQueued = def.MaxQueued
+	}
+	if opts.QueueWait <= 0 {
+		opts.QueueWait = def.QueueWait
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -106,7 +123,7 @@ func NewHandler(st Store, opts Options, log *slog.Logger) *Handler {
 		EnableAtModifier:     true,
 		EnableNegativeOffset: true,
 	})
-	return &Handler{st: st, opts: opts, log: log, engine: eng}
+	return &Handler{st: st, opts: opts, log: log, engine: eng, admit: newAdmission(opts.MaxConcurrent, opts.MaxQueued, opts.QueueWait)}
 }
 
 // ServeHTTP routes by path; GET and POST (form) are both accepted.
@@ -123,9 +140,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	switch {
 	case p == "/api/v1/query":
-		h.query(w, r)
+		if h.admit.enter(w, r) {
+			defer h.admit.leave()
+			h.query(w, r)
+		}
 	case p == "/api/v1/query_range":
-		h.queryRange(w, r)
+		if h.admit.enter(w, r) {
+			defer h.admit.leave()
+			h.queryRange(w, r)
+		}
 	case p == "/api/v1/labels":
 		h.labelNames(w, r)
 	case strings.HasPrefix(p, "/api/v1/label/") && strings.HasSuffix(p, "/values"):
@@ -282,6 +305,13 @@ func (h *Handler) run(ctx context.Context, w http.ResponseWriter, qry promql.Que
 		h.log.Debug("promql query", "query", qry.String(), "rollup_selects", q.stats.rollupSelects,
 			"raw_selects", q.stats.rawSelects, "raw_samples", q.stats.rawSamples)
 		q.stats.mu.Unlock()
+	}
+	n, ok := h.reserveAnswer(w, res.Value)
+	if !ok {
+		return
+	}
+	if n > 0 {
+		defer h.opts.Budget.Release(n)
 	}
 	buf := appendResult(make([]byte, 0, 16<<10), res.Value)
 	writeSuccessWarnings(w, buf, res.Warnings)
