@@ -161,6 +161,9 @@ func (h *Emoncms) get() *emState {
 func (h *Emoncms) put(st *emState) {
 	clear(st.pts)
 	st.pts = st.pts[:0]
+	if st.retained() > poolKeepBytes {
+		return // do not pin one huge body
+	}
 	select {
 	case h.free <- st:
 	default:

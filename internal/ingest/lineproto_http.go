@@ -149,8 +149,8 @@ func (h *LineProtocol) put(st *lpState) {
 	clear(st.pts) // the pool must not pin tag strings of old bodies
 	st.pts = st.pts[:0]
 	st.lines = st.lines[:0]
-	if cap(st.body.buf) > 4<<20 || cap(st.body.inflated) > 4<<20 {
-		st.body.buf, st.body.inflated = nil, nil // do not pin one huge body
+	if st.retained() > poolKeepBytes {
+		return // do not pin one huge body
 	}
 	select {
 	case h.free <- st:

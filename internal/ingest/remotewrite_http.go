@@ -81,15 +81,7 @@ func (h *RemoteWrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		st = new(rwState)
 	}
-	defer func() {
-		st.req.Reset()
-		clear(st.pts)
-		st.pts = st.pts[:0]
-		select {
-		case h.free <- st:
-		default:
-		}
-	}()
+	defer h.put(st)
 	// The body is snappy block format; read it raw (no gunzip).
 	var err error
 	st.body.buf, err = readAllLimit(st.body.buf[:0], r.Body, h.opts.MaxBodyBytes)
@@ -119,6 +111,21 @@ func (h *RemoteWrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Pith-Points", strconv.Itoa(len(pts)))
 	w.Header().Set("X-Pith-Skipped-Samples", strconv.Itoa(skipped))
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// put returns st to the free list, unless it grew past poolKeepBytes: a
+// maximal request leaves a 32 MB body and a 32 MB decoded buffer behind.
+func (h *RemoteWrite) put(st *rwState) {
+	st.req.Reset()
+	clear(st.pts)
+	st.pts = st.pts[:0]
+	if st.retained() > poolKeepBytes {
+		return
+	}
+	select {
+	case h.free <- st:
+	default:
+	}
 }
 
 // rwDecodeError is a request that cannot be read; it becomes 400.
