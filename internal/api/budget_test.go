@@ -146,3 +146,99 @@ func TestBudgetCost(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetCosts checks what each wrapper reserves: the declared length
+// capped at the limit, scaled by the memory a body byte costs; the limit
+// for a compressed or undeclared body; the fixed buffer of a stream;
+// nothing without a body; 413 when it could never fit.
+func TestBudgetCosts(t *testing.T) {
+	const budget = 1 << 20
+	for _, tt := range []struct {
+		name     string
+		wrap     func(b *Budget, h http.Handler) http.Handler
+		body     string
+		length   int64 // -1: not declared
+		encoding string
+		want     int64 // bytes reserved while the handler runs
+		code     int
+	}{
+		{"declared", func(b *Budget, h http.Handler) http.Handler { return b.Wrap(h, 1000) }, "abc", 3, "", 3, 204},
+		{"capped", func(b *Budget, h http.Handler) http.Handler { return b.Wrap(h, 1000) }, "abc", 5000, "", 1000, 204},
+		{"undeclared", func(b *Budget, h http.Handler) http.Handler { return b.Wrap(h, 1000) }, "abc", -1, "", 1000, 204},
+		{"gzip", func(b *Budget, h http.Handler) http.Handler { return b.Wrap(h, 1000) }, "abc", 3, "gzip", 1000, 204},
+		{"scaled", func(b *Budget, h http.Handler) http.Handler { return b.WrapScaled(h, 1000, 3) }, "abc", 3, "", 9, 204},
+		{"scaled never fits", func(b *Budget, h http.Handler) http.Handler { return b.WrapScaled(h, budget, 2) }, "abc", -1, "", 0, 413},
+		{"fixed", func(b *Budget, h http.Handler) http.Handler { return b.WrapFixed(h, 4096) }, "abc", 3, "", 4096, 204},
+		{"fixed no body", func(b *Budget, h http.Handler) http.Handler { return b.WrapFixed(h, 4096) }, "", 0, "", 0, 204},
+		{"no body", func(b *Budget, h http.Handler) http.Handler { return b.Wrap(h, 1000) }, "", 0, "", 0, 204},
+	} {
+		b := NewBudget(budget)
+		var held int64 = -1
+		h := tt.wrap(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			held = b.InUse()
+			io.Copy(io.Discard, r.Body)
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		req := httptest.NewRequest(http.MethodPost, "/x", strings.NewReader(tt.body))
+		req.ContentLength = tt.length
+		if tt.length == 0 {
+			req.Body = http.NoBody
+		}
+		if tt.encoding != "" {
+			req.Header.Set("Content-Encoding", tt.encoding)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tt.code {
+			t.Errorf("%s: status %d, want %d", tt.name, rec.Code, tt.code)
+		}
+		if tt.code == 204 && held != tt.want {
+			t.Errorf("%s: %d bytes reserved, want %d", tt.name, held, tt.want)
+		}
+		if b.InUse() != 0 {
+			t.Errorf("%s: %d bytes still reserved after the request", tt.name, b.InUse())
+		}
+	}
+}
+
+// TestBudgetSlowBody checks that a body trickled slower than MinBodyRate
+// loses its reservation: the read fails at the deadline and the budget is
+// whole again, while a streamed (WrapFixed) body is not hurried.
+func TestBudgetSlowBody(t *testing.T) {
+	b := NewBudget(1 << 20)
+	b.grace = 300 * time.Millisecond
+	readErr := make(chan error, 1)
+	h := b.WrapScaled(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		readErr <- err
+	}), 1<<20, 1)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write([]byte("ab"))
+		time.Sleep(2 * time.Second)
+		pw.Close()
+	}()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, pr)
+	req.ContentLength = 1000
+	start := time.Now()
+	go http.DefaultClient.Do(req)
+	select {
+	case err := <-readErr:
+		if err == nil {
+			t.Error("a trickled body was read whole")
+		}
+		if el := time.Since(start); el > 1500*time.Millisecond {
+			t.Errorf("the slow body was cut after %s, want about 300ms", el)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a trickled body kept its reservation")
+	}
+	for b.InUse() != 0 && time.Since(start) < 3*time.Second {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if b.InUse() != 0 {
+		t.Errorf("%d bytes still reserved", b.InUse())
+	}
+}
