@@ -33,6 +33,7 @@ type httpPart struct {
 	inputs     *inputs
 	diag       *diagPart
 	events     *eventsPart // nil when [events] is off
+	budget     *api.Budget // memory for bodies and answers in flight
 	log        *slog.Logger
 
 	addr     string // the bound address, once started
@@ -50,7 +51,7 @@ func (h *httpPart) Name() string { return "http" }
 // background until Stop.
 func (h *httpPart) Start(ctx context.Context) error {
 	cfg, log, db, p := h.cfg, h.log, h.store.db, h.plant.p
-	mux, closeWeb, err := routes(cfg, db, h.inputs.wr, p, h.diag.col, h.inputs.gate, h.agent.health, log)
+	mux, closeWeb, err := routes(cfg, db, h.inputs.wr, p, h.diag.col, h.inputs.gate, h.agent.health, h.budget, log)
 	if err != nil {
 		return err
 	}
@@ -81,9 +82,15 @@ func (h *httpPart) Start(ctx context.Context) error {
 	h.addr = ln.Addr().String()
 	lim := api.ServerLimits{
 		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout.Std(), ReadTimeout: cfg.HTTP.ReadTimeout.Std(),
-		IdleTimeout: cfg.HTTP.IdleTimeout.Std(), MaxHeaderBytes: cfg.HTTP.MaxHeaderBytes,
+		WriteTimeout: cfg.HTTP.WriteTimeout.Std(), IdleTimeout: cfg.HTTP.IdleTimeout.Std(), MaxHeaderBytes: cfg.HTTP.MaxHeaderBytes,
 	}
 	auth, col := h.keys.auth, h.diag.col
+	// The budget sits behind the key check, so that a request without
+	// a valid key never holds any of it.
+	guard := bodyGuard(h.budget, lim.ReadTimeout)
+	if signed != nil {
+		signed = guard(signed)
+	}
 	// chain puts the request counting, key checks and rate limits in
 	// front of a handler.
 	chain := func(inner http.Handler) http.Handler {
@@ -97,14 +104,14 @@ func (h *httpPart) Start(ctx context.Context) error {
 		// Event posts come by the tens of thousands a second: the light
 		// server takes them, through the same chain but straight to the
 		// collector's handlers.
-		lim.LightPOST = map[string]http.Handler{"/api/v1/events": chain(ev.col.PostHandler()), "/api/v1/track": chain(ev.col.TrackHandler())}
+		lim.LightPOST = map[string]http.Handler{"/api/v1/events": chain(guard(ev.col.PostHandler())), "/api/v1/track": chain(guard(ev.col.TrackHandler()))}
 	}
 	h.closeWeb = closeWeb
 	sctx, cancel := context.WithCancel(ctx)
 	h.cancel, h.failed = cancel, make(chan struct{})
 	go func() {
 		defer close(h.failed)
-		h.err = api.ServeWith(sctx, ln, chain(mux), lim, tlsCfg, log)
+		h.err = api.ServeWith(sctx, ln, chain(guard(mux)), lim, tlsCfg, log)
 	}()
 	return nil
 }
@@ -180,7 +187,7 @@ func limitRemote(l *api.RateLimiter, h http.Handler) http.Handler {
 
 // routes mounts every HTTP part. The returned func ends live streams, which
 // would otherwise hold up the graceful stop.
-func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *diag.Collector, gate *ingest.TagGate, h *health, log *slog.Logger) (*http.ServeMux, func(), error) {
+func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *diag.Collector, gate *ingest.TagGate, h *health, budget *api.Budget, log *slog.Logger) (*http.ServeMux, func(), error) {
 	opts := api.DefaultOptions()
 	opts.Controller = p.Controller()
 	opts.Meta = p.Meta()
@@ -189,7 +196,7 @@ func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *di
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api.NewServer(wr, opts, log).Handler())
 	mux.Handle("/api/v1/admin/freeze", diag.NewFreezeHandler(p.Archive(), log))
-	mux.Handle(backupPath, newBackupHandler(db, log))
+	mux.Handle(backupPath, api.NoWriteDeadline(newBackupHandler(db, log))) // answers when the backup is done
 	mux.Handle("/metrics", col.Handler())
 	mux.Handle("/-/", col.Handler())
 	mux.Handle("/-/ready", readyHandler(h, col.Handler()))
@@ -208,9 +215,11 @@ func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *di
 	rwo := ingest.DefaultRemoteWriteOptions()
 	rwo.Gate, rwo.Logger = gate, log
 	mux.Handle("/api/v1/write", ingest.NewRemoteWrite(wr, rwo))
-	prom := promapi.New(db, promapi.DefaultOptions(), log)
-	for _, path := range []string{"/api/v1/query", "/api/v1/query_range", "/api/v1/labels", "/api/v1/label/",
-		"/api/v1/series", "/api/v1/status/buildinfo", "/api/v1/metadata", "/api/v1/query_exemplars"} {
+	po := promapi.DefaultOptions()
+	po.MaxConcurrent, po.MaxQueued = cfg.PromQL.MaxConcurrentQueries, cfg.PromQL.MaxQueuedQueries
+	po.MaxSamples, po.Budget = cfg.PromQL.MaxSamples, budget
+	prom := promapi.New(db, po, log)
+	for _, path := range promPaths {
 		mux.Handle(path, prom)
 	}
 
@@ -227,7 +236,7 @@ func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *di
 	if err != nil {
 		return nil, nil, err
 	}
-	mux.Handle("/api/v1/live", ws.LiveHandler())
+	mux.Handle("/api/v1/live", api.NoWriteDeadline(ws.LiveHandler())) // streams for as long as the page is open
 	mux.Handle("/", ws.Handler())
 	return mux, ws.Close, nil
 }
