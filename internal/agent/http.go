@@ -36,8 +36,9 @@ type httpPart struct {
 	budget     *api.Budget // memory for bodies and answers in flight
 	log        *slog.Logger
 
-	addr     string // the bound address, once started
-	closeWeb func() // ends the dashboard's live streams
+	addr     string   // the bound address, once started
+	patterns []string // the routes mounted, once started
+	closeWeb func()   // ends the dashboard's live streams
 	cancel   context.CancelFunc
 	failed   chan struct{} // closed when the server stopped; err says why
 	err      error
@@ -61,6 +62,7 @@ func (h *httpPart) Start(ctx context.Context) error {
 	if h.events != nil {
 		signed = h.events.mount(mux)
 	}
+	h.patterns = mux.patterns
 	var tlsCfg *tls.Config
 	if cfg.HTTP.TLS == "auto" || cfg.HTTP.TLSCert != "" {
 		host, _, _ := net.SplitHostPort(cfg.HTTP.Listen)
@@ -185,15 +187,35 @@ func limitRemote(l *api.RateLimiter, h http.Handler) http.Handler {
 	})
 }
 
+// routeMux is the agent's ServeMux, remembering its patterns so that a
+// test can walk every route and check who reaches it.
+type routeMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func newRouteMux() *routeMux { return &routeMux{ServeMux: http.NewServeMux()} }
+
+// Handle registers h for pattern, as http.ServeMux.Handle does.
+func (m *routeMux) Handle(pattern string, h http.Handler) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.Handle(pattern, h)
+}
+
+// HandleFunc registers f for pattern, as http.ServeMux.HandleFunc does.
+func (m *routeMux) HandleFunc(pattern string, f func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(f))
+}
+
 // routes mounts every HTTP part. The returned func ends live streams, which
 // would otherwise hold up the graceful stop.
-func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *diag.Collector, gate *ingest.TagGate, h *health, budget *api.Budget, log *slog.Logger) (*http.ServeMux, func(), error) {
+func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *diag.Collector, gate *ingest.TagGate, h *health, budget *api.Budget, log *slog.Logger) (*routeMux, func(), error) {
 	opts := api.DefaultOptions()
 	opts.Controller = p.Controller()
 	opts.Meta = p.Meta()
 	opts.Deleter = db        // DELETE /api/v1/data goes to the store itself, past the write wrappers
 	opts.Current = p.Table() // latest values from the tag table, not behind the archive queue
-	mux := http.NewServeMux()
+	mux := newRouteMux()
 	mux.Handle("/api/", api.NewServer(wr, opts, log).Handler())
 	mux.Handle("/api/v1/admin/freeze", diag.NewFreezeHandler(p.Archive(), log))
 	mux.Handle(backupPath, api.NoWriteDeadline(newBackupHandler(db, log))) // answers when the backup is done
