@@ -217,8 +217,10 @@ func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *di
 	opts.Current = p.Table() // latest values from the tag table, not behind the archive queue
 	mux := newRouteMux()
 	mux.Handle("/api/", api.NewServer(wr, opts, log).Handler())
-	mux.Handle("/api/v1/admin/freeze", diag.NewFreezeHandler(p.Archive(), log))
-	mux.Handle(backupPath, api.NoWriteDeadline(newBackupHandler(db, log))) // answers when the backup is done
+	// A FREEZE streams for up to an hour, a backup answers when done:
+	// neither fits the write timeout.
+	mux.Handle("/api/v1/admin/freeze", api.NoWriteDeadline(diag.NewFreezeHandler(p.Archive(), log)))
+	mux.Handle(backupPath, api.NoWriteDeadline(newBackupHandler(db, log)))
 	mux.Handle("/metrics", col.Handler())
 	mux.Handle("/-/", col.Handler())
 	mux.Handle("/-/ready", readyHandler(h, col.Handler()))
