@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -40,5 +42,23 @@ func TestLimitsDefaultsAndErrors(t *testing.T) {
 	}
 	if _, err := Parse([]byte("[http]\nmax_inflight_bytes = 1048576\n[promql]\nmax_queued_queries = 0\n")); err != nil {
 		t.Errorf("smallest budget and no queue refused: %v", err)
+	}
+}
+
+// TestSecureDefaults checks the defaults docs/security.md promises: the
+// HTTP server listens on loopback only, and a key in the config must be
+// a SHA-256 hash, never the key itself.
+func TestSecureDefaults(t *testing.T) {
+	c := Default()
+	host, _, err := net.SplitHostPort(c.HTTP.Listen)
+	if err != nil || net.ParseIP(host) == nil || !net.ParseIP(host).IsLoopback() {
+		t.Errorf("default http.listen %q is not a loopback address", c.HTTP.Listen)
+	}
+	for _, hash := range []string{"my-secret-key", "sha256:short", strings.Repeat("a", 71)} {
+		_, err := Parse([]byte("[[http.keys]]\nname = \"k\"\nscope = \"read\"\nhash = \"" + hash + "\"\n"))
+		var ke *KeyError
+		if !errors.As(err, &ke) || ke.Key != "http.keys[0].hash" {
+			t.Errorf("hash %q: got %v, want an error naming http.keys[0].hash", hash, err)
+		}
 	}
 }
