@@ -212,7 +212,7 @@ func (h *Emoncms) params(st *emState, r *http.Request) (emParams, error) {
 	if ct != "" && !strings.HasPrefix(ct, "application/x-www-form-urlencoded") {
 		return p, nil
 	}
-	body, err := st.body.read(r, h.opts.MaxBodyBytes)
+	body, err := st.body.read(r, maxBody(r.Context(), h.opts.MaxBodyBytes))
 	if err != nil {
 		return p, err
 	}

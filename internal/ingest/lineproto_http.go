@@ -103,7 +103,7 @@ func (h *LineProtocol) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := h.get()
 	defer h.put(st)
 
-	body, err := st.body.read(r, h.opts.MaxBodyBytes)
+	body, err := st.body.read(r, maxBody(r.Context(), h.opts.MaxBodyBytes))
 	if err != nil {
 		h.fail(w, writeStatus(w, err), err.Error(), 0)
 		return

@@ -1,6 +1,28 @@
 package ingest
 
-import "unsafe"
+import (
+	"context"
+	"unsafe"
+)
+
+// maxBodyKey is the context key of WithMaxBody.
+type maxBodyKey struct{}
+
+// WithMaxBody lowers, for one request, the largest body the push
+// handlers (line protocol, remote_write, emoncms) accept, compressed or
+// decoded, to n bytes: what the server reserved memory for. A larger
+// body is refused with 413 like one over the handler's own limit.
+func WithMaxBody(ctx context.Context, n int64) context.Context {
+	return context.WithValue(ctx, maxBodyKey{}, n)
+}
+
+// maxBody is limit, lowered by WithMaxBody when ctx carries a lower one.
+func maxBody(ctx context.Context, limit int64) int64 {
+	if n, ok := ctx.Value(maxBodyKey{}).(int64); ok && n < limit {
+		return max(n, 0)
+	}
+	return limit
+}
 
 // poolKeepBytes is the most memory a per-request state may hold and still
 // go back to its handler's free list. One maximal body grows a state's

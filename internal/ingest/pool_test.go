@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -91,6 +92,46 @@ func drain[S interface{ retained() int64 }](free chan S) (n int, most int64) {
 			most = max(most, st.retained())
 		default:
 			return n, most
+		}
+	}
+}
+
+// TestWithMaxBody checks that a request's context can lower each push
+// handler's body limit, compressed or decoded: a body over it gets 413.
+func TestWithMaxBody(t *testing.T) {
+	sink := &memSink{}
+	lp := bytes.Repeat([]byte("m v=1 1700000000000000000\n"), 100) // 2.6 kB
+	rw := snappy.Encode(nil, encodeWriteRequest([]testSeries{{labels: []string{"__name__", "up"}, samples: make([]RWSample, 200)}}))
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(lp)
+	zw.Close()
+	for _, tt := range []struct {
+		name     string
+		h        http.Handler
+		body     []byte
+		encoding string
+	}{
+		{"line protocol", NewLineProtocol(sink, DefaultLineProtocolOptions()), lp, ""},
+		{"line protocol gzip", NewLineProtocol(sink, DefaultLineProtocolOptions()), gz.Bytes(), "gzip"},
+		{"remote_write", NewRemoteWrite(sink, DefaultRemoteWriteOptions()), rw, "snappy"},
+		{"emoncms", NewEmoncms(sink, DefaultEmoncmsOptions()), []byte("node=1&csv=" + strings.Repeat("1,", 1000) + "1"), ""},
+	} {
+		for _, limit := range []int64{1 << 20, 1000} {
+			req := httptest.NewRequest(http.MethodPost, "/x", bytes.NewReader(tt.body))
+			if tt.encoding != "" {
+				req.Header.Set("Content-Encoding", tt.encoding)
+			}
+			if tt.name == "emoncms" {
+				req.URL.Path = "/input/post"
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			}
+			req = req.WithContext(WithMaxBody(req.Context(), limit))
+			rec := httptest.NewRecorder()
+			tt.h.ServeHTTP(rec, req)
+			if want := limit < 1000+1; (rec.Code == http.StatusRequestEntityTooLarge) != want {
+				t.Errorf("%s, limit %d: status %d %s", tt.name, limit, rec.Code, rec.Body)
+			}
 		}
 	}
 }

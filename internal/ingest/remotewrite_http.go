@@ -84,12 +84,13 @@ func (h *RemoteWrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.put(st)
 	// The body is snappy block format; read it raw (no gunzip).
 	var err error
-	st.body.buf, err = readAllLimit(st.body.buf[:0], r.Body, h.opts.MaxBodyBytes)
+	limit := maxBody(r.Context(), h.opts.MaxBodyBytes)
+	st.body.buf, err = readAllLimit(st.body.buf[:0], r.Body, limit)
 	if err != nil {
 		http.Error(w, "read body: "+err.Error(), writeStatus(w, err))
 		return
 	}
-	pts, skipped, err := st.decode(st.body.buf, h.opts.MaxBodyBytes)
+	pts, skipped, err := st.decode(st.body.buf, limit)
 	if err == nil {
 		err = commit(r.Context(), h.sink, h.opts.Gate, pts)
 	}
