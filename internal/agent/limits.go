@@ -37,10 +37,14 @@ const (
 const (
 	// promFormBytes is what net/http's ParseForm reads of a POST body.
 	promFormBytes = 10 << 20
-	// importReserve is what one running import holds, however large its
-	// body: a batch of points (64 Ki of about 40 bytes), the CSV
-	// reader's buffer and a gzip window, rounded up.
-	importReserve = 4 << 20
+	// importBuffers is what one running import holds however small its
+	// body: a batch of points (64 Ki of about 40 bytes), the CSV reader's
+	// buffer and a gzip window, rounded up. Its transaction stages about
+	// one byte of points per body byte (a 35-byte row, a 32-byte sample),
+	// up to the store's head size (1 Mi samples) before spilling to disk:
+	// importMaxHeld in all.
+	importBuffers = 4 << 20
+	importMaxHeld = importBuffers + 32<<20
 	// otherBodyBytes is charged to any other route with a body (control
 	// writes, alarm acknowledgements, backup requests): their handlers
 	// read a few KiB at most.
@@ -59,7 +63,7 @@ func bodyGuard(b *api.Budget, readTimeout time.Duration) func(http.Handler) http
 		em := b.WrapScaled(next, ingest.DefaultEmoncmsOptions().MaxBodyBytes, emoncmsScale)
 		ev := b.WrapScaled(next, events.DefaultMaxRequestBytes, eventsScale)
 		prom := b.Wrap(next, promFormBytes)
-		imp := api.WriteDeadline(readTimeout, b.WrapFixed(next, importReserve))
+		imp := api.WriteDeadline(readTimeout, b.WrapStream(next, importBuffers, importMaxHeld))
 		other := b.Wrap(next, otherBodyBytes)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch p := r.URL.Path; {

@@ -1,11 +1,14 @@
 package api
 
 import (
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pith-historian/pith/internal/ingest"
 )
 
 // DefaultBudgetBytes is the memory budget for request bodies in flight
@@ -33,6 +36,27 @@ type Budget struct {
 	refused atomic.Int64
 
 	grace time.Duration // a rated body's allowance beyond its size at MinBodyRate; tests shorten it
+
+	// Requests above smallMax may use only max-reserve; set by KeepForSmall.
+	reserve, smallMax int64
+}
+
+// KeepForSmall keeps reserve bytes of the budget for requests of at most
+// smallMax bytes: large requests may use only the rest, so a steady
+// writer of small batches keeps going while large ones are refused. Call
+// it before the budget is used.
+func (b *Budget) KeepForSmall(reserve, smallMax int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reserve, b.smallMax = min(max(reserve, 0), b.max), max(smallMax, 0)
+}
+
+// limit is the most a reservation of n bytes may bring the budget to.
+func (b *Budget) limit(n int64) int64 {
+	if n > b.smallMax {
+		return b.max - b.reserve
+	}
+	return b.max
 }
 
 // NewBudget returns a budget of maxBytes (DefaultBudgetBytes when <= 0).
@@ -51,7 +75,7 @@ func (b *Budget) TryAcquire(n int64) bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if n > b.max-b.used {
+	if n > b.limit(n)-b.used {
 		return false
 	}
 	b.used += n
@@ -77,8 +101,17 @@ func (b *Budget) InUse() int64 {
 	return b.used
 }
 
-// Max returns the budget's size in bytes.
+// Max returns the budget's size in bytes: the most a request could
+// reserve, when KeepForSmall is not in force.
 func (b *Budget) Max() int64 { return b.max }
+
+// Largest returns the largest reservation that can ever succeed: the
+// budget less what KeepForSmall keeps for small requests.
+func (b *Budget) Largest() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.max - b.reserve
+}
 
 // Refused returns how many requests the budget refused since NewBudget.
 func (b *Budget) Refused() int64 { return b.refused.Load() }
@@ -92,29 +125,58 @@ func (b *Budget) Refused() int64 { return b.refused.Load() }
 // could never fit (maxBody or its declared size beyond the whole budget)
 // gets 413, since retrying cannot help. Requests without a body pass free.
 func (b *Budget) Wrap(h http.Handler, maxBody int64) http.Handler {
-	return b.WrapScaled(h, maxBody, 1)
+	return b.guard(h, func(r *http.Request) int64 { return b.cost(r, maxBody) }, true)
 }
 
-// WrapScaled is Wrap for a handler that holds scale bytes of memory per
-// body byte (the body itself and what it is parsed into): it reserves
-// scale times what Wrap would. The body must then arrive at
-// MinBodyRate or faster, or the read fails: a trickling client cannot
-// sit on its reservation.
+// WrapScaled guards a push handler of package ingest that holds scale
+// bytes of memory per body byte (the body and what it is parsed into).
+// A request reserves scale times its body: the declared length capped at
+// maxBody; for a compressed body MaxInflation times its declared length
+// (capped the same); else maxBody. The handler is told (ingest.WithMaxBody)
+// to refuse with 413 a body, compressed or decoded, larger than what was
+// reserved, so a compression bomb cannot outgrow its reservation. The
+// body must arrive at MinBodyRate or faster, or the read fails: a
+// trickling client cannot sit on its reservation.
 func (b *Budget) WrapScaled(h http.Handler, maxBody, scale int64) http.Handler {
 	scale = max(scale, 1)
-	return b.guard(h, func(r *http.Request) int64 { return b.cost(r, maxBody) * scale }, true)
+	body := func(r *http.Request) int64 {
+		if r.ContentLength > 0 && r.Header.Get("Content-Encoding") != "" {
+			return min(r.ContentLength*MaxInflation, maxBody)
+		}
+		return b.cost(r, maxBody)
+	}
+	limited := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n := body(r); n > 0 {
+			r = r.WithContext(ingest.WithMaxBody(r.Context(), n))
+		}
+		h.ServeHTTP(w, r)
+	})
+	return b.guard(limited, func(r *http.Request) int64 { return body(r) * scale }, true)
 }
 
-// WrapFixed guards a handler that streams its body through buffers of n
-// bytes however large the body is (an import): every request with a
-// body reserves n. Its body may take as long as the server's
+// MaxInflation is how much larger than its declared length a compressed
+// body may decode to under WrapScaled: gzipped line protocol and
+// snappy-compressed remote_write shrink 3 to 15 times.
+const MaxInflation = 16
+
+// WrapStream guards a handler that streams its body (an import): it
+// holds fixed bytes of buffers, plus about one byte per body byte (the
+// points staged for its transaction) up to maxHeld in all, however large
+// the body. A request reserves fixed plus its declared length
+// (MaxInflation times it when compressed), at most maxHeld; maxHeld when
+// the length is not declared. Its body may take as long as the server's
 // ReadTimeout allows.
-func (b *Budget) WrapFixed(h http.Handler, n int64) http.Handler {
+func (b *Budget) WrapStream(h http.Handler, fixed, maxHeld int64) http.Handler {
 	return b.guard(h, func(r *http.Request) int64 {
-		if b.cost(r, 1) == 0 {
+		switch {
+		case b.cost(r, 1) == 0:
 			return 0
+		case r.ContentLength < 0:
+			return maxHeld
+		case r.Header.Get("Content-Encoding") != "":
+			return min(fixed+min(r.ContentLength, maxHeld)*MaxInflation, maxHeld)
 		}
-		return n
+		return min(fixed+r.ContentLength, maxHeld)
 	}, false)
 }
 
@@ -133,16 +195,21 @@ func (b *Budget) guard(h http.Handler, cost func(*http.Request) int64, rated boo
 			h.ServeHTTP(w, r)
 			return
 		}
-		if n > b.max {
+		b.mu.Lock()
+		lim := b.limit(n)
+		b.mu.Unlock()
+		if n > lim {
 			b.refused.Add(1)
 			writeError(w, http.StatusRequestEntityTooLarge, "request body of up to "+strconv.FormatInt(n, 10)+
-				" bytes is larger than the server's memory budget for bodies in flight ("+strconv.FormatInt(b.max, 10)+" bytes)")
+				" bytes is larger than the server's memory budget for bodies in flight allows one request ("+strconv.FormatInt(lim, 10)+" bytes)")
+			drainRefused(w, r)
 			return
 		}
 		if !b.TryAcquire(n) {
 			b.refused.Add(1)
 			w.Header().Set("Retry-After", strconv.Itoa(int(budgetRetryAfter/time.Second)))
 			writeError(w, http.StatusServiceUnavailable, "server busy: request bodies in flight fill its memory budget; retry later")
+			drainRefused(w, r)
 			return
 		}
 		defer b.Release(n)
@@ -158,6 +225,25 @@ func (b *Budget) guard(h http.Handler, cost func(*http.Request) int64, rated boo
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// maxRefusedDrain is the most of a refused body drainRefused reads.
+const maxRefusedDrain = 64 << 20
+
+// drainRefused sends the refusal already written, then reads and drops
+// the body the client is still sending (up to maxRefusedDrain, at
+// MinBodyRate or faster), through a small shared buffer: closing the
+// connection on a client still sending would make the kernel reset it,
+// which can destroy the refusal before the client reads it, and the
+// client would not know to retry later.
+func drainRefused(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength <= 0 || r.ContentLength > maxRefusedDrain {
+		return
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	_ = rc.SetReadDeadline(time.Now().Add(bodyGrace + time.Duration(r.ContentLength/MinBodyRate)*time.Second))
+	_, _ = io.Copy(io.Discard, r.Body)
 }
 
 // cost is the bytes a request's body may take in memory: nothing without

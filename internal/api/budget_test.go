@@ -168,8 +168,13 @@ func TestBudgetCosts(t *testing.T) {
 		{"gzip", func(b *Budget, h http.Handler) http.Handler { return b.Wrap(h, 1000) }, "abc", 3, "gzip", 1000, 204},
 		{"scaled", func(b *Budget, h http.Handler) http.Handler { return b.WrapScaled(h, 1000, 3) }, "abc", 3, "", 9, 204},
 		{"scaled never fits", func(b *Budget, h http.Handler) http.Handler { return b.WrapScaled(h, budget, 2) }, "abc", -1, "", 0, 413},
-		{"fixed", func(b *Budget, h http.Handler) http.Handler { return b.WrapFixed(h, 4096) }, "abc", 3, "", 4096, 204},
-		{"fixed no body", func(b *Budget, h http.Handler) http.Handler { return b.WrapFixed(h, 4096) }, "", 0, "", 0, 204},
+		{"scaled gzip", func(b *Budget, h http.Handler) http.Handler { return b.WrapScaled(h, 1<<20, 2) }, "abc", 3, "gzip", 3 * MaxInflation * 2, 204},
+		{"scaled gzip capped", func(b *Budget, h http.Handler) http.Handler { return b.WrapScaled(h, 1000, 2) }, "abc", 3000, "gzip", 2000, 204},
+		{"stream", func(b *Budget, h http.Handler) http.Handler { return b.WrapStream(h, 4096, 10000) }, "abc", 3, "", 4099, 204},
+		{"stream capped", func(b *Budget, h http.Handler) http.Handler { return b.WrapStream(h, 4096, 5000) }, "abc", 3000, "", 5000, 204},
+		{"stream gzip", func(b *Budget, h http.Handler) http.Handler { return b.WrapStream(h, 4096, 10000) }, "abc", 3, "gzip", 4096 + 3*MaxInflation, 204},
+		{"stream undeclared", func(b *Budget, h http.Handler) http.Handler { return b.WrapStream(h, 4096, 10000) }, "abc", -1, "", 10000, 204},
+		{"stream no body", func(b *Budget, h http.Handler) http.Handler { return b.WrapStream(h, 4096, 10000) }, "", 0, "", 0, 204},
 		{"no body", func(b *Budget, h http.Handler) http.Handler { return b.Wrap(h, 1000) }, "", 0, "", 0, 204},
 	} {
 		b := NewBudget(budget)
@@ -240,5 +245,37 @@ func TestBudgetSlowBody(t *testing.T) {
 	}
 	if b.InUse() != 0 {
 		t.Errorf("%d bytes still reserved", b.InUse())
+	}
+}
+
+// TestKeepForSmall checks that large reservations leave the kept part of
+// the budget to small ones, and that a large request that could only fit
+// in the kept part is refused with 413.
+func TestKeepForSmall(t *testing.T) {
+	b := NewBudget(1000)
+	b.KeepForSmall(200, 50)
+	for _, tt := range []struct {
+		n  int64
+		ok bool
+	}{
+		{700, true},  // large: up to 800
+		{150, false}, // large: 850 > 800
+		{50, true},   // small: 750 <= 1000
+		{50, true},   // 800
+		{100, false}, // large again
+		{50, true},   // small: 850
+	} {
+		if got := b.TryAcquire(tt.n); got != tt.ok {
+			t.Errorf("TryAcquire(%d) at %d in use = %v, want %v", tt.n, b.InUse(), got, tt.ok)
+		}
+	}
+	if got := b.Largest(); got != 800 {
+		t.Errorf("Largest = %d, want 800", got)
+	}
+	h := b.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), 900)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/x", strings.NewReader(strings.Repeat("x", 850))))
+	if rec.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("850-byte body with 800 for large requests: %d, want 413", rec.Code)
 	}
 }
