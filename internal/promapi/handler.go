@@ -169,10 +169,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // prepare parses qs, rewrites count_over_time (rewriteCounts) and returns
 // the queryable for it: pushdown is off when qs has a subquery, whose
 // inner evaluation times the select hints do not give.
-func (h *Handler) prepare(qs string) (string, *queryable, error) {
+func (h *Handler) prepare(qs string) (string, parser.Expr, *queryable, error) {
 	expr, err := parser.ParseExpr(qs)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	q := &queryable{st: h.st, opts: &h.opts, pushdown: !h.noPushdown && !hasSubquery(expr), stats: &queryStats{}}
 	if h.onPrepare != nil {
@@ -181,7 +181,7 @@ func (h *Handler) prepare(qs string) (string, *queryable, error) {
 	if rewriteCounts(expr) {
 		qs = expr.String()
 	}
-	return qs, q, nil
+	return qs, expr, q, nil
 }
 
 func (h *Handler) timeout(r *http.Request) (context.Context, context.CancelFunc, error) {
@@ -209,7 +209,7 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 		}
 		ts = t
 	}
-	qs, q, err := h.prepare(r.Form.Get("query"))
+	qs, expr, q, err := h.prepare(r.Form.Get("query"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, errBadData, fieldError("query", err).Error())
 		return
@@ -220,12 +220,19 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer cancel()
+	work, ok := h.reserveWork(w, expr, ts.Add(-h.opts.LookbackDelta).UnixMilli(), ts.UnixMilli(), 1)
+	if !ok {
+		return
+	}
+	if work > 0 {
+		defer h.opts.Budget.Release(work)
+	}
 	qry, err := h.engine.NewInstantQuery(ctx, q, nil, qs, ts)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, errBadData, fieldError("query", err).Error())
 		return
 	}
-	h.run(ctx, w, qry, q)
+	h.run(ctx, w, qry, q, work)
 }
 
 func (h *Handler) queryRange(w http.ResponseWriter, r *http.Request) {
@@ -256,7 +263,7 @@ func (h *Handler) queryRange(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errBadData, "exceeded maximum resolution of "+itoa(h.opts.MaxPoints)+" points per timeseries. Try decreasing the query resolution (?step=XX)")
 		return
 	}
-	qs, q, err := h.prepare(r.Form.Get("query"))
+	qs, expr, q, err := h.prepare(r.Form.Get("query"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, errBadData, fieldError("query", err).Error())
 		return
@@ -267,17 +274,24 @@ func (h *Handler) queryRange(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer cancel()
+	work, ok := h.reserveWork(w, expr, start.Add(-h.opts.LookbackDelta).UnixMilli(), end.UnixMilli(), int64(end.Sub(start)/step)+1)
+	if !ok {
+		return
+	}
+	if work > 0 {
+		defer h.opts.Budget.Release(work)
+	}
 	qry, err := h.engine.NewRangeQuery(ctx, q, nil, qs, start, end, step)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, errBadData, fieldError("query", err).Error())
 		return
 	}
-	h.run(ctx, w, qry, q)
+	h.run(ctx, w, qry, q, work)
 }
 
-// run executes qry and writes its result, or the error with the status
-// Prometheus gives it.
-func (h *Handler) run(ctx context.Context, w http.ResponseWriter, qry promql.Query, q *queryable) {
+// run executes qry, which holds work bytes of the budget, and writes its
+// result, or the error with the status Prometheus gives it.
+func (h *Handler) run(ctx context.Context, w http.ResponseWriter, qry promql.Query, q *queryable, work int64) {
 	defer qry.Close()
 	res := qry.Exec(ctx)
 	if res.Err != nil {
@@ -306,7 +320,7 @@ func (h *Handler) run(ctx context.Context, w http.ResponseWriter, qry promql.Que
 			"raw_selects", q.stats.rawSelects, "raw_samples", q.stats.rawSamples)
 		q.stats.mu.Unlock()
 	}
-	n, ok := h.reserveAnswer(w, res.Value)
+	n, ok := h.reserveAnswer(w, res.Value, work)
 	if !ok {
 		return
 	}

@@ -19,8 +19,8 @@ type Reserver interface {
 	TryAcquire(n int64) bool
 	// Release returns n bytes reserved by a successful TryAcquire.
 	Release(n int64)
-	// Max returns the budget's size in bytes.
-	Max() int64
+	// Largest returns the largest reservation that can ever succeed.
+	Largest() int64
 }
 
 // Defaults of the query admission options.
@@ -34,10 +34,11 @@ const (
 )
 
 // Answer size estimate, per sample and per series, of the JSON being built
-// (a sample is [1700000000.123,"21.5"], a series' labels a few names), and
-// twice that: writeSuccess copies the result into its envelope.
+// (a sample is [1700000000.123,"21.5"], 13 bytes on average over a
+// million-sample answer; a series' labels a few names), and twice that:
+// writeSuccess copies the result into its envelope.
 const (
-	answerBytesPerSample = 32
+	answerBytesPerSample = 16
 	answerBytesPerSeries = 256
 	answerCopies         = 2
 )
@@ -108,10 +109,11 @@ func answerSize(v parser.Value) int64 {
 	return answerCopies * (samples*answerBytesPerSample + series*answerBytesPerSeries)
 }
 
-// reserveAnswer reserves the memory of the answer to v from the budget.
-// It returns the bytes to release, or false having answered: 422 when the
-// answer could never fit, 503 with Retry-After when it does not fit now.
-func (h *Handler) reserveAnswer(w http.ResponseWriter, v parser.Value) (int64, bool) {
+// reserveAnswer reserves the memory of the answer to v from the budget,
+// where the query already holds work bytes. It returns the bytes to
+// release, or false having answered: 422 when the answer could never fit
+// beside the work, 503 with Retry-After when it does not fit now.
+func (h *Handler) reserveAnswer(w http.ResponseWriter, v parser.Value, work int64) (int64, bool) {
 	b := h.opts.Budget
 	if b == nil {
 		return 0, true
@@ -120,13 +122,61 @@ func (h *Handler) reserveAnswer(w http.ResponseWriter, v parser.Value) (int64, b
 	if n < smallAnswer {
 		return 0, true
 	}
-	if n > b.Max() {
+	if n+work > b.Largest() {
 		writeError(w, http.StatusUnprocessableEntity, "execution", "answer of about "+strconv.FormatInt(n, 10)+
-			" bytes is larger than the server's memory budget ("+strconv.FormatInt(b.Max(), 10)+" bytes); query fewer series or a larger step")
+			" bytes, beside the query's own memory, is larger than the server's memory budget allows one request ("+
+			strconv.FormatInt(b.Largest(), 10)+" bytes); query fewer series or a larger step")
 		return 0, false
 	}
 	if !b.TryAcquire(n) {
 		busy(w, "server busy: answers and bodies in flight fill its memory budget; retry later")
+		return 0, false
+	}
+	return n, true
+}
+
+// querySampleBytes is the memory one sample of a query's result takes
+// while the engine evaluates it: the point itself, the raw samples read
+// for it and the engine's series, measured as about 70 bytes per sample
+// of a 1-million-sample range query's peak heap, answer excluded.
+const querySampleBytes = 64
+
+// workSize estimates the memory evaluating expr takes: for each selector,
+// the series it matches over [mint, maxt] times steps, at most
+// MaxSamples, at querySampleBytes each.
+func (h *Handler) workSize(expr parser.Expr, mint, maxt, steps int64) int64 {
+	var samples int64
+	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok {
+			tags, _ := matchingTags(h.st, mint, maxt, vs.LabelMatchers)
+			samples += int64(len(tags)) * steps
+		}
+		return nil
+	})
+	return min(samples, int64(h.opts.MaxSamples)) * querySampleBytes
+}
+
+// reserveWork reserves from the budget the memory evaluating expr is
+// estimated to take (workSize). It returns the bytes to release, or
+// false having answered: 422 when they could never fit, 503 with
+// Retry-After when they do not fit now.
+func (h *Handler) reserveWork(w http.ResponseWriter, expr parser.Expr, mint, maxt, steps int64) (int64, bool) {
+	b := h.opts.Budget
+	if b == nil {
+		return 0, true
+	}
+	n := h.workSize(expr, mint, maxt, steps)
+	if n < smallAnswer {
+		return 0, true
+	}
+	if n > b.Largest() {
+		writeError(w, http.StatusUnprocessableEntity, "execution", "query would take about "+strconv.FormatInt(n, 10)+
+			" bytes of memory to evaluate, more than the server's memory budget allows one request ("+strconv.FormatInt(b.Largest(), 10)+
+			" bytes); query fewer series or a larger step")
+		return 0, false
+	}
+	if !b.TryAcquire(n) {
+		busy(w, "server busy: queries, answers and bodies in flight fill its memory budget; retry later")
 		return 0, false
 	}
 	return n, true

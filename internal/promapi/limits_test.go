@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/prometheus/promql/parser"
 )
 
 // rangeForm asks for every boiler.temp value at a 1 s step over 1000 s:
@@ -124,7 +126,7 @@ func (b *fakeBudget) TryAcquire(n int64) bool {
 }
 
 func (b *fakeBudget) Release(n int64) { b.mu.Lock(); b.used -= n; b.mu.Unlock() }
-func (b *fakeBudget) Max() int64      { return b.max }
+func (b *fakeBudget) Largest() int64  { return b.max }
 
 // TestAnswerBudget checks that a large answer is reserved from the
 // budget while it is built (and returned after), refused with 503 and
@@ -154,5 +156,32 @@ func TestAnswerBudget(t *testing.T) {
 		if b.used != tt.used {
 			t.Errorf("%s: %d bytes still reserved after the answer, want %d", tt.name, b.used, tt.used)
 		}
+	}
+}
+
+// TestWorkBudget checks the memory reserved to evaluate a query before it
+// runs: the series its selectors match times its steps, refused with 422
+// when it could never fit the budget, returned after the answer.
+func TestWorkBudget(t *testing.T) {
+	b := &fakeBudget{max: 1 << 20}
+	opts := DefaultOptions()
+	opts.Budget = b
+	h := NewHandler(openStore(t, endpointPoints()), opts, nil)
+	expr, err := parser.ParseExpr(`boiler_temp{tag="boiler.temp"} + on() pump_flow`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two selectors, one series each, 1000 steps.
+	if got, want := h.workSize(expr, 0, 10_000_000, 1000), int64(2*1000*querySampleBytes); got != want {
+		t.Errorf("workSize = %d, want %d", got, want)
+	}
+	wide := url.Values{"query": {`{__name__=~".+"}`}, "start": {"1000"}, "end": {"10000"}, "step": {"1"}}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/query_range?"+wide.Encode(), nil))
+	if rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), "memory budget") {
+		t.Errorf("query beyond the budget: %d %s, want 422 naming the memory budget", rec.Code, rec.Body)
+	}
+	if b.used != 0 {
+		t.Errorf("%d bytes still reserved", b.used)
 	}
 }
