@@ -166,6 +166,8 @@ func (a *Agent) start(ctx context.Context) error {
 	// One memory budget for every body and answer in flight: the HTTP
 	// server spends it, diagnostics report it.
 	budget := api.NewBudget(cfg.HTTP.MaxInflightBytes)
+	budget.KeepForSmall(budget.Max()/smallReserveShare, smallRequest)
+	setMemoryLimit(budget.Max(), log)
 	dg := &diagPart{db: st.db, plant: pl.p, budget: budget, log: log}
 	if err := a.add(ctx, dg); err != nil {
 		return err

@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"log/slog"
 	"net/http"
+	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -22,14 +25,16 @@ var (
 )
 
 // Bytes of memory a body byte costs while its handler runs: the body
-// itself plus what it is parsed into (points of about 40 bytes for a
-// line of about as many; remote_write's decoded protobuf besides the
-// snappy frame; events decoded from JSON).
+// itself plus what it is parsed into, measured as the peak heap growth
+// of one maximal request (line protocol: a 120-byte row, a 40-byte field
+// and a 40-byte point for a line of about 30 bytes, and the slices'
+// growth; remote_write: per decoded byte, the samples and points; events
+// and emoncms: the decoded values).
 const (
-	lineProtocolScale = 2
-	remoteWriteScale  = 2
-	emoncmsScale      = 2
-	eventsScale       = 2
+	lineProtocolScale = 12
+	remoteWriteScale  = 10
+	emoncmsScale      = 8
+	eventsScale       = 4
 )
 
 // Body limits of the routes the budget guards whose handlers do not
@@ -84,6 +89,33 @@ func bodyGuard(b *api.Budget, readTimeout time.Duration) func(http.Handler) http
 			}
 		})
 	}
+}
+
+// A sixteenth of the budget is kept for requests costing at most 1 MiB
+// (a Telegraf batch, an emoncms post, a dashboard's query), so that a
+// flood of large requests never starves the small steady writers.
+const (
+	smallReserveShare = 16
+	smallRequest      = 1 << 20
+)
+
+// memoryHeadroom is what the process needs beside the budget: the tag
+// table, the store's head and caches, goroutines, the runtime.
+const memoryHeadroom = 24 << 20
+
+// setMemoryLimit makes the garbage collector keep the heap within the
+// budget plus memoryHeadroom, so that the memory of bodies and answers
+// that are done goes back before the heap doubles (Go's default lets it
+// grow to twice what is live). It is a soft limit: a heap that needs
+// more gets it, at the cost of more collections. GOMEMLIMIT, when set,
+// wins.
+func setMemoryLimit(budget int64, log *slog.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	limit := budget + memoryHeadroom
+	debug.SetMemoryLimit(limit)
+	log.Debug("go memory limit set", "bytes", limit)
 }
 
 // promPaths are the Prometheus API routes (see routes).

@@ -31,18 +31,18 @@ func startSmallBudget(t *testing.T) string {
 // included, and the refusals are counted in /metrics.
 func TestBudgetGuardsEveryBodyRoute(t *testing.T) {
 	base := startSmallBudget(t)
-	big := strings.Repeat("x", 600<<10) // 1.2 MiB at 2 bytes of memory per body byte
+	big := strings.Repeat("x", 600<<10) // more than 1 MiB at the memory each body byte costs
 	for _, tt := range []struct {
 		path, ctype, encoding, body string
 	}{
 		{"/write", "text/plain", "", big},
 		{"/api/v2/write", "text/plain", "", big},
-		{"/api/v1/write", "application/x-protobuf", "snappy", "tiny"}, // its decoded limit is reserved
+		{"/api/v1/write", "application/x-protobuf", "snappy", big}, // as much as it may decode to is reserved
 		{"/input/post", "application/x-www-form-urlencoded", "", big},
 		{"/api/v1/events", "application/json", "", big},
 		{"/api/v1/track", "application/json", "", big},
-		{"/api/v1/import", "text/csv", "", "tag,time,value\n"}, // its batch buffers are reserved
-		{"/api/v1/query_range", "application/x-www-form-urlencoded", "", big + big},
+		{"/api/v1/import", "text/csv", "", "tag,time,value\n"},                      // its batch buffers are reserved
+		{"/api/v1/query_range", "application/x-www-form-urlencoded", "", big + big}, // a form costs its size
 	} {
 		req, _ := http.NewRequest(http.MethodPost, base+tt.path, strings.NewReader(tt.body))
 		req.Header.Set("Content-Type", tt.ctype)
@@ -81,13 +81,13 @@ func TestBudgetRefusesWhenFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 400 KiB declared: 800 KiB of the 1 MiB reserved while it waits.
-	fmt.Fprintf(c, "POST /write HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\nm v=1\n", 400<<10)
+	// 70 KiB declared: 840 KiB of the 1 MiB reserved while it waits.
+	fmt.Fprintf(c, "POST /write HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\nm v=1\n", 70<<10)
 	eventually(t, 5*time.Second, "the held reservation in /metrics", func() bool {
-		return metric(t, base, "pith_sys_http_inflight_bytes") >= 800<<10
+		return metric(t, base, "pith_sys_http_inflight_bytes") >= 840<<10
 	})
 	start := time.Now()
-	resp, err := http.Post(base+"/write", "text/plain", strings.NewReader(strings.Repeat("m v=1\n", 200<<10/6)))
+	resp, err := http.Post(base+"/write", "text/plain", strings.NewReader(strings.Repeat("m v=1\n", 20<<10/6))) // 240 KiB
 	if err != nil {
 		t.Fatal(err)
 	}
