@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/plant"
 )
@@ -162,7 +163,12 @@ func (a *Agent) start(ctx context.Context) error {
 	if err := a.add(ctx, in); err != nil {
 		return err
 	}
-	dg := &diagPart{db: st.db, plant: pl.p, log: log}
+	// One memory budget for every body and answer in flight: the HTTP
+	// server spends it, diagnostics report it.
+	budget := api.NewBudget(cfg.HTTP.MaxInflightBytes)
+	budget.KeepForSmall(budget.Max()/smallReserveShare, smallRequest)
+	setMemoryLimit(budget.Max(), log)
+	dg := &diagPart{db: st.db, plant: pl.p, budget: budget, log: log}
 	if err := a.add(ctx, dg); err != nil {
 		return err
 	}
@@ -174,7 +180,7 @@ func (a *Agent) start(ctx context.Context) error {
 		}
 	}
 	a.http = &httpPart{cfg: cfg, agent: a, keys: keys, store: st, plant: pl, automation: au, inputs: in,
-		diag: dg, events: ev, log: log}
+		diag: dg, events: ev, budget: budget, log: log}
 	if err := a.add(ctx, a.http); err != nil {
 		return err
 	}

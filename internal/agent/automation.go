@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"path/filepath"
 	"sync/atomic"
 	"time"
@@ -165,7 +164,7 @@ func (a *automation) Stop() {
 
 // mount adds the endpoints of the running parts, and routes POST
 // /api/v1/control through the guard.
-func (a *automation) mount(mux *http.ServeMux, db *store.DB, log *slog.Logger) {
+func (a *automation) mount(mux *routeMux, db *store.DB, log *slog.Logger) {
 	opts := api.DefaultOptions()
 	opts.Controller, opts.Meta = a.guard, a.plant.Meta()
 	mux.Handle("/api/v1/control", api.NewServer(api.WrapDB(db), opts, log).Handler())

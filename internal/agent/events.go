@@ -47,7 +47,7 @@ func (e *eventsPart) Stop() {
 
 // mount adds the collector's endpoints to mux and returns the handler of
 // signed posts (nil without a shared secret), which skip the key check.
-func (e *eventsPart) mount(mux *http.ServeMux) (signed http.Handler) {
+func (e *eventsPart) mount(mux *routeMux) (signed http.Handler) {
 	evh := e.col.Handler()
 	mux.Handle("/api/v1/events", evh)
 	mux.Handle("/api/v1/track", evh) // Hamustro's clients

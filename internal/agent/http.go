@@ -33,10 +33,12 @@ type httpPart struct {
 	inputs     *inputs
 	diag       *diagPart
 	events     *eventsPart // nil when [events] is off
+	budget     *api.Budget // memory for bodies and answers in flight
 	log        *slog.Logger
 
-	addr     string // the bound address, once started
-	closeWeb func() // ends the dashboard's live streams
+	addr     string   // the bound address, once started
+	patterns []string // the routes mounted, once started
+	closeWeb func()   // ends the dashboard's live streams
 	cancel   context.CancelFunc
 	failed   chan struct{} // closed when the server stopped; err says why
 	err      error
@@ -50,7 +52,7 @@ func (h *httpPart) Name() string { return "http" }
 // background until Stop.
 func (h *httpPart) Start(ctx context.Context) error {
 	cfg, log, db, p := h.cfg, h.log, h.store.db, h.plant.p
-	mux, closeWeb, err := routes(cfg, db, h.inputs.wr, p, h.diag.col, h.inputs.gate, h.agent.health, log)
+	mux, closeWeb, err := routes(cfg, db, h.inputs.wr, p, h.diag.col, h.inputs.gate, h.agent.health, h.budget, log)
 	if err != nil {
 		return err
 	}
@@ -60,6 +62,7 @@ func (h *httpPart) Start(ctx context.Context) error {
 	if h.events != nil {
 		signed = h.events.mount(mux)
 	}
+	h.patterns = mux.patterns
 	var tlsCfg *tls.Config
 	if cfg.HTTP.TLS == "auto" || cfg.HTTP.TLSCert != "" {
 		host, _, _ := net.SplitHostPort(cfg.HTTP.Listen)
@@ -81,9 +84,15 @@ func (h *httpPart) Start(ctx context.Context) error {
 	h.addr = ln.Addr().String()
 	lim := api.ServerLimits{
 		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout.Std(), ReadTimeout: cfg.HTTP.ReadTimeout.Std(),
-		IdleTimeout: cfg.HTTP.IdleTimeout.Std(), MaxHeaderBytes: cfg.HTTP.MaxHeaderBytes,
+		WriteTimeout: cfg.HTTP.WriteTimeout.Std(), IdleTimeout: cfg.HTTP.IdleTimeout.Std(), MaxHeaderBytes: cfg.HTTP.MaxHeaderBytes,
 	}
 	auth, col := h.keys.auth, h.diag.col
+	// The budget sits behind the key check, so that a request without
+	// a valid key never holds any of it.
+	guard := bodyGuard(h.budget, lim.ReadTimeout)
+	if signed != nil {
+		signed = guard(signed)
+	}
 	// chain puts the request counting, key checks and rate limits in
 	// front of a handler.
 	chain := func(inner http.Handler) http.Handler {
@@ -97,14 +106,14 @@ func (h *httpPart) Start(ctx context.Context) error {
 		// Event posts come by the tens of thousands a second: the light
 		// server takes them, through the same chain but straight to the
 		// collector's handlers.
-		lim.LightPOST = map[string]http.Handler{"/api/v1/events": chain(ev.col.PostHandler()), "/api/v1/track": chain(ev.col.TrackHandler())}
+		lim.LightPOST = map[string]http.Handler{"/api/v1/events": chain(guard(ev.col.PostHandler())), "/api/v1/track": chain(guard(ev.col.TrackHandler()))}
 	}
 	h.closeWeb = closeWeb
 	sctx, cancel := context.WithCancel(ctx)
 	h.cancel, h.failed = cancel, make(chan struct{})
 	go func() {
 		defer close(h.failed)
-		h.err = api.ServeWith(sctx, ln, chain(mux), lim, tlsCfg, log)
+		h.err = api.ServeWith(sctx, ln, chain(guard(mux)), lim, tlsCfg, log)
 	}()
 	return nil
 }
@@ -178,18 +187,40 @@ func limitRemote(l *api.RateLimiter, h http.Handler) http.Handler {
 	})
 }
 
+// routeMux is the agent's ServeMux, remembering its patterns so that a
+// test can walk every route and check who reaches it.
+type routeMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func newRouteMux() *routeMux { return &routeMux{ServeMux: http.NewServeMux()} }
+
+// Handle registers h for pattern, as http.ServeMux.Handle does.
+func (m *routeMux) Handle(pattern string, h http.Handler) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.Handle(pattern, h)
+}
+
+// HandleFunc registers f for pattern, as http.ServeMux.HandleFunc does.
+func (m *routeMux) HandleFunc(pattern string, f func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(f))
+}
+
 // routes mounts every HTTP part. The returned func ends live streams, which
 // would otherwise hold up the graceful stop.
-func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *diag.Collector, gate *ingest.TagGate, h *health, log *slog.Logger) (*http.ServeMux, func(), error) {
+func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *diag.Collector, gate *ingest.TagGate, h *health, budget *api.Budget, log *slog.Logger) (*routeMux, func(), error) {
 	opts := api.DefaultOptions()
 	opts.Controller = p.Controller()
 	opts.Meta = p.Meta()
 	opts.Deleter = db        // DELETE /api/v1/data goes to the store itself, past the write wrappers
 	opts.Current = p.Table() // latest values from the tag table, not behind the archive queue
-	mux := http.NewServeMux()
+	mux := newRouteMux()
 	mux.Handle("/api/", api.NewServer(wr, opts, log).Handler())
-	mux.Handle("/api/v1/admin/freeze", diag.NewFreezeHandler(p.Archive(), log))
-	mux.Handle(backupPath, newBackupHandler(db, log))
+	// A FREEZE streams for up to an hour, a backup answers when done:
+	// neither fits the write timeout.
+	mux.Handle("/api/v1/admin/freeze", api.NoWriteDeadline(diag.NewFreezeHandler(p.Archive(), log)))
+	mux.Handle(backupPath, api.NoWriteDeadline(newBackupHandler(db, log)))
 	mux.Handle("/metrics", col.Handler())
 	mux.Handle("/-/", col.Handler())
 	mux.Handle("/-/ready", readyHandler(h, col.Handler()))
@@ -208,9 +239,11 @@ func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *di
 	rwo := ingest.DefaultRemoteWriteOptions()
 	rwo.Gate, rwo.Logger = gate, log
 	mux.Handle("/api/v1/write", ingest.NewRemoteWrite(wr, rwo))
-	prom := promapi.New(db, promapi.DefaultOptions(), log)
-	for _, path := range []string{"/api/v1/query", "/api/v1/query_range", "/api/v1/labels", "/api/v1/label/",
-		"/api/v1/series", "/api/v1/status/buildinfo", "/api/v1/metadata", "/api/v1/query_exemplars"} {
+	po := promapi.DefaultOptions()
+	po.MaxConcurrent, po.MaxQueued = cfg.PromQL.MaxConcurrentQueries, cfg.PromQL.MaxQueuedQueries
+	po.MaxSamples, po.Budget = cfg.PromQL.MaxSamples, budget
+	prom := promapi.New(db, po, log)
+	for _, path := range promPaths {
 		mux.Handle(path, prom)
 	}
 
@@ -227,7 +260,7 @@ func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *di
 	if err != nil {
 		return nil, nil, err
 	}
-	mux.Handle("/api/v1/live", ws.LiveHandler())
+	mux.Handle("/api/v1/live", api.NoWriteDeadline(ws.LiveHandler())) // streams for as long as the page is open
 	mux.Handle("/", ws.Handler())
 	return mux, ws.Close, nil
 }

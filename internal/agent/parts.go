@@ -193,10 +193,11 @@ func (c *centralPart) Stop() { c.stop() }
 // diagPart is the diagnostics collector: system tags, /metrics, /-/healthy
 // and /-/ready.
 type diagPart struct {
-	db    *store.DB
-	plant *plant.Plant
-	log   *slog.Logger
-	col   *diag.Collector // once started
+	db     *store.DB
+	plant  *plant.Plant
+	budget diag.BudgetSource // the HTTP server's memory budget
+	log    *slog.Logger
+	col    *diag.Collector // once started
 }
 
 var _ Part = (*diagPart)(nil)
@@ -205,7 +206,7 @@ func (d *diagPart) Name() string { return "diagnostics" }
 
 func (d *diagPart) Start(ctx context.Context) error {
 	p := d.plant
-	d.col = diag.New(diag.Sources{Store: d.db, Archive: p.Archive(), Tags: p.Table(), Sink: p.Table()}, d.log, diag.DefaultOptions())
+	d.col = diag.New(diag.Sources{Store: d.db, Archive: p.Archive(), Tags: p.Table(), Sink: p.Table(), Budget: d.budget}, d.log, diag.DefaultOptions())
 	if err := d.col.Start(ctx); err != nil {
 		return fmt.Errorf("start diagnostics: %w", err)
 	}

@@ -146,3 +146,136 @@ func TestBudgetCost(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetCosts checks what each wrapper reserves: the declared length
+// capped at the limit, scaled by the memory a body byte costs; the limit
+// for a compressed or undeclared body; the fixed buffer of a stream;
+// nothing without a body; 413 when it could never fit.
+func TestBudgetCosts(t *testing.T) {
+	const budget = 1 << 20
+	for _, tt := range []struct {
+		name     string
+		wrap     func(b *Budget, h http.Handler) http.Handler
+		body     string
+		length   int64 // -1: not declared
+		encoding string
+		want     int64 // bytes reserved while the handler runs
+		code     int
+	}{
+		{"declared", func(b *Budget, h http.Handler) http.Handler { return b.Wrap(h, 1000) }, "abc", 3, "", 3, 204},
+		{"capped", func(b *Budget, h http.Handler) http.Handler { return b.Wrap(h, 1000) }, "abc", 5000, "", 1000, 204},
+		{"undeclared", func(b *Budget, h http.Handler) http.Handler { return b.Wrap(h, 1000) }, "abc", -1, "", 1000, 204},
+		{"gzip", func(b *Budget, h http.Handler) http.Handler { return b.Wrap(h, 1000) }, "abc", 3, "gzip", 1000, 204},
+		{"scaled", func(b *Budget, h http.Handler) http.Handler { return b.WrapScaled(h, 1000, 3) }, "abc", 3, "", 9, 204},
+		{"scaled never fits", func(b *Budget, h http.Handler) http.Handler { return b.WrapScaled(h, budget, 2) }, "abc", -1, "", 0, 413},
+		{"scaled gzip", func(b *Budget, h http.Handler) http.Handler { return b.WrapScaled(h, 1<<20, 2) }, "abc", 3, "gzip", 3 * MaxInflation * 2, 204},
+		{"scaled gzip capped", func(b *Budget, h http.Handler) http.Handler { return b.WrapScaled(h, 1000, 2) }, "abc", 3000, "gzip", 2000, 204},
+		{"stream", func(b *Budget, h http.Handler) http.Handler { return b.WrapStream(h, 4096, 10000) }, "abc", 3, "", 4099, 204},
+		{"stream capped", func(b *Budget, h http.Handler) http.Handler { return b.WrapStream(h, 4096, 5000) }, "abc", 3000, "", 5000, 204},
+		{"stream gzip", func(b *Budget, h http.Handler) http.Handler { return b.WrapStream(h, 4096, 10000) }, "abc", 3, "gzip", 4096 + 3*MaxInflation, 204},
+		{"stream undeclared", func(b *Budget, h http.Handler) http.Handler { return b.WrapStream(h, 4096, 10000) }, "abc", -1, "", 10000, 204},
+		{"stream no body", func(b *Budget, h http.Handler) http.Handler { return b.WrapStream(h, 4096, 10000) }, "", 0, "", 0, 204},
+		{"no body", func(b *Budget, h http.Handler) http.Handler { return b.Wrap(h, 1000) }, "", 0, "", 0, 204},
+	} {
+		b := NewBudget(budget)
+		var held int64 = -1
+		h := tt.wrap(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			held = b.InUse()
+			io.Copy(io.Discard, r.Body)
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		req := httptest.NewRequest(http.MethodPost, "/x", strings.NewReader(tt.body))
+		req.ContentLength = tt.length
+		if tt.length == 0 {
+			req.Body = http.NoBody
+		}
+		if tt.encoding != "" {
+			req.Header.Set("Content-Encoding", tt.encoding)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tt.code {
+			t.Errorf("%s: status %d, want %d", tt.name, rec.Code, tt.code)
+		}
+		if tt.code == 204 && held != tt.want {
+			t.Errorf("%s: %d bytes reserved, want %d", tt.name, held, tt.want)
+		}
+		if b.InUse() != 0 {
+			t.Errorf("%s: %d bytes still reserved after the request", tt.name, b.InUse())
+		}
+	}
+}
+
+// TestBudgetSlowBody checks that a body trickled slower than MinBodyRate
+// loses its reservation: the read fails at the deadline and the budget is
+// whole again, while a streamed (WrapFixed) body is not hurried.
+func TestBudgetSlowBody(t *testing.T) {
+	b := NewBudget(1 << 20)
+	b.grace = 300 * time.Millisecond
+	readErr := make(chan error, 1)
+	h := b.WrapScaled(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		readErr <- err
+	}), 1<<20, 1)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write([]byte("ab"))
+		time.Sleep(2 * time.Second)
+		pw.Close()
+	}()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, pr)
+	req.ContentLength = 1000
+	start := time.Now()
+	go http.DefaultClient.Do(req)
+	select {
+	case err := <-readErr:
+		if err == nil {
+			t.Error("a trickled body was read whole")
+		}
+		if el := time.Since(start); el > 1500*time.Millisecond {
+			t.Errorf("the slow body was cut after %s, want about 300ms", el)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a trickled body kept its reservation")
+	}
+	for b.InUse() != 0 && time.Since(start) < 3*time.Second {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if b.InUse() != 0 {
+		t.Errorf("%d bytes still reserved", b.InUse())
+	}
+}
+
+// TestKeepForSmall checks that large reservations leave the kept part of
+// the budget to small ones, and that a large request that could only fit
+// in the kept part is refused with 413.
+func TestKeepForSmall(t *testing.T) {
+	b := NewBudget(1000)
+	b.KeepForSmall(200, 50)
+	for _, tt := range []struct {
+		n  int64
+		ok bool
+	}{
+		{700, true},  // large: up to 800
+		{150, false}, // large: 850 > 800
+		{50, true},   // small: 750 <= 1000
+		{50, true},   // 800
+		{100, false}, // large again
+		{50, true},   // small: 850
+	} {
+		if got := b.TryAcquire(tt.n); got != tt.ok {
+			t.Errorf("TryAcquire(%d) at %d in use = %v, want %v", tt.n, b.InUse(), got, tt.ok)
+		}
+	}
+	if got := b.Largest(); got != 800 {
+		t.Errorf("Largest = %d, want 800", got)
+	}
+	h := b.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), 900)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/x", strings.NewReader(strings.Repeat("x", 850))))
+	if rec.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("850-byte body with 800 for large requests: %d, want 413", rec.Code)
+	}
+}

@@ -204,6 +204,9 @@ func (lc *lightConn) serve() {
 		delete(lc.l.conns, lc)
 		lc.l.mu.Unlock()
 		if !handedOff {
+			if lc.body.n > 0 {
+				lc.linger()
+			}
 			lc.c.Close()
 		}
 	}()
@@ -283,7 +286,25 @@ func (lc *lightConn) serve() {
 			if _, err := lc.br.Discard(int(body.n)); err != nil {
 				return
 			}
+			body.n = 0
 		}
+	}
+}
+
+// lingerMax is how long a connection closed with part of a body unread
+// stays half-open, reading and dropping what the client still sends:
+// closing at once would make the kernel answer the client's next body
+// bytes with a reset, which can destroy the answer (a 413 or 503) before
+// the client reads it. net/http waits 500 ms; a client sending a large
+// body on a busy machine needs longer.
+const lingerMax = 5 * time.Second
+
+// linger sends FIN, then drops what the client sends until it closes or
+// lingerMax is up.
+func (lc *lightConn) linger() {
+	if cw, ok := lc.c.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+		lc.c.SetReadDeadline(time.Now().Add(lingerMax))
+		io.Copy(io.Discard, lc.c)
 	}
 }
 

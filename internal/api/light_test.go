@@ -323,3 +323,34 @@ func BenchmarkLight(b *testing.B) {
 		})
 	}
 }
+
+// TestLightRefusalReachesClient sends a large body to a light path whose
+// handler refuses it without reading: the client, still sending, must
+// get the answer rather than a connection reset.
+func TestLightRefusalReachesClient(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skipf("no loopback listener: %v", err)
+	}
+	refuse := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	lim := DefaultServerLimits()
+	lim.LightPOST = map[string]http.Handler{"/api/v1/events": refuse}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ServeWith(ctx, ln, refuse, lim, nil, nil) }()
+	defer func() { cancel(); <-done }()
+	body := bytes.Repeat([]byte("x"), 4<<20)
+	for i := range 8 {
+		resp, err := http.Post("http://"+ln.Addr().String()+"/api/v1/events", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("request %d: %s", i, resp.Status)
+		}
+	}
+}

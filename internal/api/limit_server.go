@@ -16,7 +16,7 @@ import (
 type ServerLimits struct {
 	ReadHeaderTimeout time.Duration // request line and headers must arrive within this (slow-loris guard)
 	ReadTimeout       time.Duration // the whole request, body included; 0 means none
-	WriteTimeout      time.Duration // writing the answer; 0 means none
+	WriteTimeout      time.Duration // from the end of the headers to the end of the answer; 0 means none (see NoWriteDeadline)
 	IdleTimeout       time.Duration // a keep-alive connection left idle is closed after this
 	MaxHeaderBytes    int           // request line and headers; more gets 431
 	// LightPOST maps paths whose POSTs, on plain-HTTP connections, the
@@ -35,7 +35,7 @@ func DefaultServerLimits() ServerLimits {
 	return ServerLimits{
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       15 * time.Minute,
-		WriteTimeout:      0,
+		WriteTimeout:      3 * time.Minute, // a PromQL query's 2 minutes, then sending its answer; live streams lift it
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 	}

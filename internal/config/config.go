@@ -35,6 +35,8 @@ type Config struct {
 	Store Store `toml:"store"`
 	// Modbus lists the Modbus stations polled and the Modbus servers offered.
 	Modbus Modbus `toml:"modbus"`
+	// PromQL bounds the Prometheus query API.
+	PromQL PromQL `toml:"promql"`
 	// Ingest sets up the push inputs (line protocol, emoncms, remote_write, MQTT).
 	Ingest Ingest `toml:"ingest"`
 	// MQTT subscribes to a broker.
@@ -112,10 +114,18 @@ type HTTP struct {
 	TLSKey  string `toml:"tls_key"`
 	// TLSHosts are extra names and addresses for the automatic certificate.
 	TLSHosts []string `toml:"tls_hosts"`
-	// ReadHeaderTimeout, ReadTimeout and IdleTimeout bound slow clients.
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout bound
+	// slow clients. WriteTimeout runs from the end of the request headers
+	// to the end of the answer; the live streams are exempt and an import
+	// gets ReadTimeout instead.
 	ReadHeaderTimeout Duration `toml:"read_header_timeout"`
 	ReadTimeout       Duration `toml:"read_timeout"`
+	WriteTimeout      Duration `toml:"write_timeout"`
 	IdleTimeout       Duration `toml:"idle_timeout"`
+	// MaxInflightBytes is the memory budget shared by every request body
+	// and large answer in flight; a request that does not fit gets 503
+	// with Retry-After. 0 means DefaultMaxInflightBytes.
+	MaxInflightBytes int64 `toml:"max_inflight_bytes"`
 	// MaxHeaderBytes bounds a request's headers.
 	MaxHeaderBytes int `toml:"max_header_bytes"`
 	// RateLimit is requests per second per key (or client address
@@ -131,6 +141,35 @@ type APIKey struct {
 	Hash  string `toml:"hash"`
 	Scope string `toml:"scope"` // read, write or admin
 }
+
+// PromQL bounds the Prometheus query API (/api/v1/query, query_range).
+// Zero fields take their default.
+type PromQL struct {
+	// MaxConcurrentQueries is how many queries run at once.
+	MaxConcurrentQueries int `toml:"max_concurrent_queries"`
+	// MaxQueuedQueries is how many more wait for a turn; beyond them a
+	// query gets 503 with Retry-After.
+	MaxQueuedQueries int `toml:"max_queued_queries"`
+	// MaxSamples is how many samples one query may hold in memory at
+	// once; more is a 422 error.
+	MaxSamples int `toml:"max_samples"`
+}
+
+// Limits of the HTTP server and PromQL that Default fills in.
+const (
+	// DefaultHTTPWriteTimeout covers a PromQL query's 2-minute timeout
+	// plus the time to send its answer.
+	DefaultHTTPWriteTimeout = 3 * time.Minute
+	// DefaultMaxInflightBytes is the memory budget of bodies and answers
+	// in flight that suits a board with 1 GB of RAM.
+	DefaultMaxInflightBytes = 128 << 20
+	// DefaultPromQLConcurrent, DefaultPromQLQueued and
+	// DefaultPromQLMaxSamples keep PromQL within a few hundred MB: two
+	// queries of at most 5 million samples (16 bytes each) run at once.
+	DefaultPromQLConcurrent = 2
+	DefaultPromQLQueued     = 8
+	DefaultPromQLMaxSamples = 5_000_000
+)
 
 // Ingest sets up the push inputs.
 type Ingest struct {
@@ -273,10 +312,17 @@ func Default() *Config {
 			Listen:            DefaultHTTPListen,
 			ReadHeaderTimeout: Duration(10 * time.Second),
 			ReadTimeout:       Duration(15 * time.Minute),
+			WriteTimeout:      Duration(DefaultHTTPWriteTimeout),
 			IdleTimeout:       Duration(2 * time.Minute),
 			MaxHeaderBytes:    64 << 10,
+			MaxInflightBytes:  DefaultMaxInflightBytes,
 			RateLimit:         200,
 			RateBurst:         400,
+		},
+		PromQL: PromQL{
+			MaxConcurrentQueries: DefaultPromQLConcurrent,
+			MaxQueuedQueries:     DefaultPromQLQueued,
+			MaxSamples:           DefaultPromQLMaxSamples,
 		},
 		Ingest: Ingest{NewTagsPerMinute: 1000},
 		MQTT: MQTT{

@@ -31,6 +31,7 @@ func (c *Config) Validate() error {
 		add("http.listen", "%v", err)
 	}
 	c.HTTP.validate(add)
+	validatePromQL(c.PromQL, add)
 	c.Forward.validate(add)
 	c.Central.validate(add)
 	c.validateProcess(add)
@@ -282,7 +283,8 @@ func (h *HTTP) validate(add func(key, format string, args ...any)) {
 	if (h.TLSCert == "") != (h.TLSKey == "") {
 		add("http.tls_key", "tls_cert and tls_key go together")
 	}
-	for key, d := range map[string]Duration{"http.read_header_timeout": h.ReadHeaderTimeout, "http.read_timeout": h.ReadTimeout, "http.idle_timeout": h.IdleTimeout} {
+	for key, d := range map[string]Duration{"http.read_header_timeout": h.ReadHeaderTimeout, "http.read_timeout": h.ReadTimeout,
+		"http.write_timeout": h.WriteTimeout, "http.idle_timeout": h.IdleTimeout} {
 		if d < 0 {
 			add(key, "negative duration %s", d)
 		}
@@ -292,6 +294,27 @@ func (h *HTTP) validate(add func(key, format string, args ...any)) {
 	}
 	if h.RateLimit < 0 || h.RateBurst < 0 {
 		add("http.rate_limit", "negative rate or burst")
+	}
+	if h.MaxInflightBytes != 0 && h.MaxInflightBytes < minInflightBytes {
+		add("http.max_inflight_bytes", "%d bytes is below the smallest budget, %d (1 MiB)", h.MaxInflightBytes, minInflightBytes)
+	}
+}
+
+// minInflightBytes is the smallest memory budget accepted: below it the
+// ordinary requests of a dashboard would be refused.
+const minInflightBytes = 1 << 20
+
+// validatePromQL checks the [promql] limits.
+func validatePromQL(p PromQL, add func(key, format string, args ...any)) {
+	// Zero takes the default, as with an absent key.
+	if p.MaxConcurrentQueries < 0 {
+		add("promql.max_concurrent_queries", "negative count %d", p.MaxConcurrentQueries)
+	}
+	if p.MaxQueuedQueries < 0 {
+		add("promql.max_queued_queries", "negative count %d", p.MaxQueuedQueries)
+	}
+	if p.MaxSamples < 0 {
+		add("promql.max_samples", "negative count %d", p.MaxSamples)
 	}
 }
 

@@ -66,12 +66,23 @@ type TagSink interface {
 
 var _ TagSink = (*tag.Table)(nil)
 
+// BudgetSource is the HTTP server's memory budget for bodies and answers
+// in flight, implemented by *api.Budget (not imported here: diag stays
+// below the API). Its methods are safe for concurrent use.
+type BudgetSource interface {
+	// InUse returns the bytes reserved now.
+	InUse() int64
+	// Refused returns how many requests the budget refused since start.
+	Refused() int64
+}
+
 // Sources are the parts the collector reads; nil ones are skipped (their
 // tags are neither defined nor served).
 type Sources struct {
 	Store   StoreSource
 	Archive QueueSource
 	Tags    TableSource
+	Budget  BudgetSource
 	// Sink receives the readings as pith.sys.* tags; nil keeps them on
 	// /metrics only.
 	Sink TagSink

@@ -159,7 +159,7 @@ func parseProm(t *testing.T, r io.Reader) map[string]float64 {
 
 func TestMetricsEndpointAndProbes(t *testing.T) {
 	q := &fakeQueue{s: archive.Stats{Pending: 42, Dropped: 3}}
-	c := New(Sources{Archive: q, Store: &fakeStore{disk: 123}}, nil, Options{})
+	c := New(Sources{Archive: q, Store: &fakeStore{disk: 123}, Budget: fakeBudget{inUse: 4096, refused: 7}}, nil, Options{})
 	srv := httptest.NewServer(c.CountRequests(c.Handler()))
 	defer srv.Close()
 
@@ -178,9 +178,11 @@ func TestMetricsEndpointAndProbes(t *testing.T) {
 	}
 	m := parseProm(t, strings.NewReader(body))
 	for name, want := range map[string]float64{
-		"pith_sys_archive_pending":       42,
-		"pith_sys_archive_dropped_total": 3,
-		"pith_sys_store_bytes":           123,
+		"pith_sys_archive_pending":             42,
+		"pith_sys_archive_dropped_total":       3,
+		"pith_sys_store_bytes":                 123,
+		"pith_sys_http_inflight_bytes":         4096,
+		"pith_sys_http_inflight_refused_total": 7,
 	} {
 		if m[name] != want {
 			t.Errorf("%s = %v, want %v", name, m[name], want)
@@ -271,3 +273,9 @@ func BenchmarkCollectCost(b *testing.B) {
 	perTen := b.Elapsed().Seconds() / float64(b.N)
 	b.ReportMetric(100*perTen/10, "core-%")
 }
+
+// fakeBudget is a memory budget with fixed figures.
+type fakeBudget struct{ inUse, refused int64 }
+
+func (b fakeBudget) InUse() int64   { return b.inUse }
+func (b fakeBudget) Refused() int64 { return b.refused }

@@ -16,6 +16,8 @@ type reading struct {
 	tab     tag.Stats
 	httpReq uint64
 	httpErr uint64
+	inUse   int64       // bytes of the HTTP memory budget reserved
+	refused int64       // requests the budget refused
 	space   diskReading // fast: whether writes are refused for space
 
 	// slow
@@ -32,6 +34,9 @@ func (c *Collector) read(slow bool) reading {
 	}
 	if c.src.Tags != nil {
 		r.tab = c.src.Tags.Stats()
+	}
+	if c.src.Budget != nil {
+		r.inUse, r.refused = c.src.Budget.InUse(), c.src.Budget.Refused()
 	}
 	if ds, ok := c.src.Store.(DiskSource); ok {
 		r.space = readDisk(ds)
@@ -151,6 +156,12 @@ func metricDefs(src Sources) []metricDef {
 		func(r, _ *reading, _ *Collector) float64 { return float64(r.httpReq) })
 	add("http.errors", "count", "HTTP answers with a 5xx status (since start)", true, true,
 		func(r, _ *reading, _ *Collector) float64 { return float64(r.httpErr) })
+	if src.Budget != nil {
+		add("http.inflight_bytes", "B", "request bodies and answers in flight, reserved from the memory budget", true, false,
+			func(r, _ *reading, _ *Collector) float64 { return float64(r.inUse) })
+		add("http.inflight_refused", "count", "requests refused by the memory budget, 503 or 413 (since start)", true, true,
+			func(r, _ *reading, _ *Collector) float64 { return float64(r.refused) })
+	}
 	if src.Store != nil {
 		add("store.bytes", "B", "size of the data directory", false, false,
 			func(r, _ *reading, _ *Collector) float64 { return float64(r.disk) })

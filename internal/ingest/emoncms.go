@@ -161,6 +161,9 @@ func (h *Emoncms) get() *emState {
 func (h *Emoncms) put(st *emState) {
 	clear(st.pts)
 	st.pts = st.pts[:0]
+	if st.retained() > poolKeepBytes {
+		return // do not pin one huge body
+	}
 	select {
 	case h.free <- st:
 	default:
@@ -209,7 +212,7 @@ func (h *Emoncms) params(st *emState, r *http.Request) (emParams, error) {
 	if ct != "" && !strings.HasPrefix(ct, "application/x-www-form-urlencoded") {
 		return p, nil
 	}
-	body, err := st.body.read(r, h.opts.MaxBodyBytes)
+	body, err := st.body.read(r, maxBody(r.Context(), h.opts.MaxBodyBytes))
 	if err != nil {
 		return p, err
 	}

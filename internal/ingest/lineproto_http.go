@@ -101,7 +101,7 @@ func (h *LineProtocol) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := h.get()
 	defer h.put(st)
 
-	body, err := st.body.read(r, h.opts.MaxBodyBytes)
+	body, err := st.body.read(r, maxBody(r.Context(), h.opts.MaxBodyBytes))
 	if err != nil {
 		h.fail(w, writeStatus(w, err), err.Error(), 0)
 		return
@@ -147,8 +147,8 @@ func (h *LineProtocol) put(st *lpState) {
 	clear(st.pts) // the pool must not pin tag strings of old bodies
 	st.pts = st.pts[:0]
 	st.lines = st.lines[:0]
-	if cap(st.body.buf) > 4<<20 || cap(st.body.inflated) > 4<<20 {
-		st.body.buf, st.body.inflated = nil, nil // do not pin one huge body
+	if st.retained() > poolKeepBytes {
+		return // do not pin one huge body
 	}
 	select {
 	case h.free <- st:

@@ -81,23 +81,16 @@ func (h *RemoteWrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		st = new(rwState)
 	}
-	defer func() {
-		st.req.Reset()
-		clear(st.pts)
-		st.pts = st.pts[:0]
-		select {
-		case h.free <- st:
-		default:
-		}
-	}()
+	defer h.put(st)
 	// The body is snappy block format; read it raw (no gunzip).
 	var err error
-	st.body.buf, err = readAllLimit(st.body.buf[:0], r.Body, h.opts.MaxBodyBytes)
+	limit := maxBody(r.Context(), h.opts.MaxBodyBytes)
+	st.body.buf, err = readAllLimit(st.body.buf[:0], r.Body, limit)
 	if err != nil {
 		http.Error(w, "read body: "+err.Error(), writeStatus(w, err))
 		return
 	}
-	pts, skipped, err := st.decode(st.body.buf, h.opts.MaxBodyBytes)
+	pts, skipped, err := st.decode(st.body.buf, limit)
 	if err == nil {
 		err = commit(r.Context(), h.sink, h.opts.Gate, pts)
 	}
@@ -119,6 +112,21 @@ func (h *RemoteWrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Pith-Points", strconv.Itoa(len(pts)))
 	w.Header().Set("X-Pith-Skipped-Samples", strconv.Itoa(skipped))
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// put returns st to the free list, unless it grew past poolKeepBytes: a
+// maximal request leaves a 32 MB body and a 32 MB decoded buffer behind.
+func (h *RemoteWrite) put(st *rwState) {
+	st.req.Reset()
+	clear(st.pts)
+	st.pts = st.pts[:0]
+	if st.retained() > poolKeepBytes {
+		return
+	}
+	select {
+	case h.free <- st:
+	default:
+	}
 }
 
 // rwDecodeError is a request that cannot be read; it becomes 400.

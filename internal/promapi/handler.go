@@ -28,19 +28,26 @@ type Options struct {
 	MaxPushdownBuckets int           // rollup buckets one window plan may ask for; more falls back to raw samples
 	LookbackDelta      time.Duration // how far back an instant selector looks for a sample
 	Version            string        // reported by /api/v1/status/buildinfo
+	MaxConcurrent      int           // queries (instant and range) evaluated at once
+	MaxQueued          int           // queries waiting for a turn; more get 503 with Retry-After
+	QueueWait          time.Duration // longest a query waits for a turn before 503
+	Budget             Reserver      // memory budget answers are reserved from; nil reserves nothing
 }
 
 // DefaultOptions returns the options Pith serves with. The sample limits
-// keep one query within about 250 MB on a small board.
+// keep one query within about 150 MB on a small board, and two run at once.
 func DefaultOptions() Options {
 	return Options{
 		Timeout:            2 * time.Minute,
-		MaxSamples:         10_000_000,
+		MaxSamples:         5_000_000,
 		MaxRawSamples:      5_000_000,
 		MaxPoints:          11_000,
 		MaxPushdownBuckets: 1_000_000,
 		LookbackDelta:      5 * time.Minute,
 		Version:            "pith",
+		MaxConcurrent:      defaultMaxConcurrent,
+		MaxQueued:          defaultMaxQueued,
+		QueueWait:          defaultQueueWait,
 	}
 }
 
@@ -54,6 +61,7 @@ type Handler struct {
 	opts   Options
 	log    *slog.Logger
 	engine *promql.Engine
+	admit  *admission // bounds the queries running and waiting
 	// noPushdown makes every selector read raw samples; tests compare
 	// the two paths with it.
 	noPushdown bool
@@ -95,6 +103,15 @@ func NewHandler(st Store, opts Options, log *slog.Logger) *Handler {
 	if opts.Version == "" {
 		opts.Version = def.Version
 	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = def.MaxConcurrent
+	}
+	if opts.MaxQueued <= 0 {
+		opts.MaxQueued = def.MaxQueued
+	}
+	if opts.QueueWait <= 0 {
+		opts.QueueWait = def.QueueWait
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -106,7 +123,7 @@ func NewHandler(st Store, opts Options, log *slog.Logger) *Handler {
 		EnableAtModifier:     true,
 		EnableNegativeOffset: true,
 	})
-	return &Handler{st: st, opts: opts, log: log, engine: eng}
+	return &Handler{st: st, opts: opts, log: log, engine: eng, admit: newAdmission(opts.MaxConcurrent, opts.MaxQueued, opts.QueueWait)}
 }
 
 // ServeHTTP routes by path; GET and POST (form) are both accepted.
@@ -123,9 +140,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	switch {
 	case p == "/api/v1/query":
-		h.query(w, r)
+		if h.admit.enter(w, r) {
+			defer h.admit.leave()
+			h.query(w, r)
+		}
 	case p == "/api/v1/query_range":
-		h.queryRange(w, r)
+		if h.admit.enter(w, r) {
+			defer h.admit.leave()
+			h.queryRange(w, r)
+		}
 	case p == "/api/v1/labels":
 		h.labelNames(w, r)
 	case strings.HasPrefix(p, "/api/v1/label/") && strings.HasSuffix(p, "/values"):
@@ -146,10 +169,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // prepare parses qs, rewrites count_over_time (rewriteCounts) and returns
 // the queryable for it: pushdown is off when qs has a subquery, whose
 // inner evaluation times the select hints do not give.
-func (h *Handler) prepare(qs string) (string, *queryable, error) {
+func (h *Handler) prepare(qs string) (string, parser.Expr, *queryable, error) {
 	expr, err := parser.ParseExpr(qs)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	q := &queryable{st: h.st, opts: &h.opts, pushdown: !h.noPushdown && !hasSubquery(expr), stats: &queryStats{}}
 	if h.onPrepare != nil {
@@ -158,7 +181,7 @@ func (h *Handler) prepare(qs string) (string, *queryable, error) {
 	if rewriteCounts(expr) {
 		qs = expr.String()
 	}
-	return qs, q, nil
+	return qs, expr, q, nil
 }
 
 func (h *Handler) timeout(r *http.Request) (context.Context, context.CancelFunc, error) {
@@ -186,7 +209,7 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 		}
 		ts = t
 	}
-	qs, q, err := h.prepare(r.Form.Get("query"))
+	qs, expr, q, err := h.prepare(r.Form.Get("query"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, errBadData, fieldError("query", err).Error())
 		return
@@ -197,12 +220,19 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer cancel()
+	work, ok := h.reserveWork(w, expr, ts.Add(-h.opts.LookbackDelta).UnixMilli(), ts.UnixMilli(), 1)
+	if !ok {
+		return
+	}
+	if work > 0 {
+		defer h.opts.Budget.Release(work)
+	}
 	qry, err := h.engine.NewInstantQuery(ctx, q, nil, qs, ts)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, errBadData, fieldError("query", err).Error())
 		return
 	}
-	h.run(ctx, w, qry, q)
+	h.run(ctx, w, qry, q, work)
 }
 
 func (h *Handler) queryRange(w http.ResponseWriter, r *http.Request) {
@@ -233,7 +263,7 @@ func (h *Handler) queryRange(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errBadData, "exceeded maximum resolution of "+itoa(h.opts.MaxPoints)+" points per timeseries. Try decreasing the query resolution (?step=XX)")
 		return
 	}
-	qs, q, err := h.prepare(r.Form.Get("query"))
+	qs, expr, q, err := h.prepare(r.Form.Get("query"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, errBadData, fieldError("query", err).Error())
 		return
@@ -244,17 +274,24 @@ func (h *Handler) queryRange(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer cancel()
+	work, ok := h.reserveWork(w, expr, start.Add(-h.opts.LookbackDelta).UnixMilli(), end.UnixMilli(), int64(end.Sub(start)/step)+1)
+	if !ok {
+		return
+	}
+	if work > 0 {
+		defer h.opts.Budget.Release(work)
+	}
 	qry, err := h.engine.NewRangeQuery(ctx, q, nil, qs, start, end, step)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, errBadData, fieldError("query", err).Error())
 		return
 	}
-	h.run(ctx, w, qry, q)
+	h.run(ctx, w, qry, q, work)
 }
 
-// run executes qry and writes its result, or the error with the status
-// Prometheus gives it.
-func (h *Handler) run(ctx context.Context, w http.ResponseWriter, qry promql.Query, q *queryable) {
+// run executes qry, which holds work bytes of the budget, and writes its
+// result, or the error with the status Prometheus gives it.
+func (h *Handler) run(ctx context.Context, w http.ResponseWriter, qry promql.Query, q *queryable, work int64) {
 	defer qry.Close()
 	res := qry.Exec(ctx)
 	if res.Err != nil {
@@ -282,6 +319,13 @@ func (h *Handler) run(ctx context.Context, w http.ResponseWriter, qry promql.Que
 		h.log.Debug("promql query", "query", qry.String(), "rollup_selects", q.stats.rollupSelects,
 			"raw_selects", q.stats.rawSelects, "raw_samples", q.stats.rawSamples)
 		q.stats.mu.Unlock()
+	}
+	n, ok := h.reserveAnswer(w, res.Value, work)
+	if !ok {
+		return
+	}
+	if n > 0 {
+		defer h.opts.Budget.Release(n)
 	}
 	buf := appendResult(make([]byte, 0, 16<<10), res.Value)
 	writeSuccessWarnings(w, buf, res.Warnings)

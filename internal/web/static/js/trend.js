@@ -7,7 +7,7 @@
 // 1) are drawn as steps. The hash captures the view:
 // #/trend?tag=A&tag=B&range=1d or &from=MS&to=MS.
 import { data, tags } from './api.js';
-import { el, fmtTime, setStatus } from './util.js';
+import { csvCell, el, fmtTime, setStatus } from './util.js';
 import { palette, alpha, isDigital, uPlotLib, bucketsFor } from './chart.js';
 
 const presets = [
@@ -282,11 +282,10 @@ export function mount(root, params) {
 
   csvBtn.addEventListener('click', () => {
     if (!shown) return;
-    const q = s => { s = /^[=+\-@]/.test(s) ? "'" + s : s; return '"' + s.replace(/"/g, '""') + '"'; };
     const head = ['time_ms', 'time'];
     shown.names.forEach((n, i) => {
-      head.push(q(n + ' mean'));
-      if (!shown.cols[i].raw) head.push(q(n + ' min'), q(n + ' max'));
+      head.push(csvCell(n + ' mean'));
+      if (!shown.cols[i].raw) head.push(csvCell(n + ' min'), csvCell(n + ' max'));
     });
     const lines = [head.join(',')];
     shown.xs.forEach((x, j) => {

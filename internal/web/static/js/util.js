@@ -64,3 +64,12 @@ export function debounce(fn, ms) {
   let t = 0;
   return (...a) => { clearTimeout(t); t = setTimeout(() => fn(...a), ms); };
 }
+
+// csvCell quotes s as one CSV cell. A cell starting with = + - or @ gets a
+// leading ' so that a spreadsheet shows it instead of running it as a
+// formula: tag names come from clients (CSV injection).
+export function csvCell(s) {
+  s = String(s);
+  if (/^[=+\-@]/.test(s)) s = "'" + s;
+  return '"' + s.replace(/"/g, '""') + '"';
+}

@@ -1,0 +1,61 @@
+package web
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestCSVCell runs the dashboard's csvCell (static/js/util.js, used by the
+// trend page's CSV download, the one CSV export a person opens in a
+// spreadsheet) under Node: cells starting with = + - @ get a leading ',
+// quotes are doubled, everything is quoted. Skipped without node.
+func TestCSVCell(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not installed")
+	}
+	util, err := filepath.Abs("static/js/util.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ in, want string }{
+		{"boiler.temp mean", `"boiler.temp mean"`},
+		{"=HYPERLINK(\"http://x\")", `"'=HYPERLINK(""http://x"")"`},
+		{"+cmd|' /C calc'!A0", `"'+cmd|' /C calc'!A0"`},
+		{"-2+3", `"'-2+3"`},
+		{"@SUM(A1)", `"'@SUM(A1)"`},
+		{"a=b", `"a=b"`},
+		{"", `""`},
+	}
+	var ins []string
+	for _, c := range cases {
+		ins = append(ins, c.in)
+	}
+	arg, _ := json.Marshal(ins)
+	script := "import { csvCell } from " + string(mustJSON(t, "file://"+util)) + ";\n" +
+		"console.log(JSON.stringify(" + string(arg) + ".map(csvCell)));\n"
+	out, err := exec.Command(node, "--input-type=module", "-e", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	var got []string
+	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(cases) {
+		t.Fatalf("node printed %q: %v", out, err)
+	}
+	for i, c := range cases {
+		if got[i] != c.want {
+			t.Errorf("csvCell(%q) = %s, want %s", c.in, got[i], c.want)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
