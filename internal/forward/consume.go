@@ -16,8 +16,7 @@ import (
 
 // Consumer tuning. See docs/format/forward.md for the messages.
 const (
-	consumeFetch      = 64               // messages the pull iterator buffers ahead
-	consumeFetchWait  = 1 * time.Second  // pause after a failed pull
+	consumeFetch      = 64               // messages pulled ahead
 	consumeAckWait    = 60 * time.Second // redelivery of a message neither acked nor nakked
 	consumeNakDelay   = 2 * time.Second  // redelivery delay after a sink error
 	consumeMaxPending = 1024             // unacknowledged messages per consumer
@@ -78,48 +77,28 @@ func Consume(ctx context.Context, url string, subjects []string, durable string,
 	// its own inbox, closed when the client gives up on it, and a message
 	// the server delivers to that inbox a moment later (a loaded machine
 	// delays the server's expiry notice past the client's own) is lost
-	// until its AckWait, a minute on. The iterator keeps one inbox and
-	// pulls ahead into it.
-	it, err := cons.Messages(jetstream.PullMaxMessages(consumeFetch), jetstream.PullExpiry(consumeFetchWait*30))
-	if err != nil {
-		return fmt.Errorf("pull from consumer %s: %w", durable, err)
-	}
-	stopped := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			it.Stop()
-		case <-stopped:
-		}
-	}()
-	defer close(stopped)
-	defer it.Stop()
-	var pts []model.Point
-	for {
-		m, err := it.Next()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return nil
-			}
-			log.Warn("pull from jetstream", "err", err)
-			sleep(ctx, consumeFetchWait)
-			continue
-		}
+	// until its AckWait, a minute on. Consume keeps one inbox, pulls ahead
+	// into it and calls the handler from one goroutine; its subscription
+	// buffers in the client (not in a channel of exactly the pull size,
+	// which drops messages as a "slow consumer" when it is full).
+	var pts []model.Point // the handler's, which runs in one goroutine
+	handle := func(m jetstream.Msg) {
 		site := siteOf(m.Subject())
+		var err error
 		_, pts, err = DecodeBatch(pts[:0], m.Data())
 		if err != nil {
 			log.Error("terminating undecodable message", "subject", m.Subject(), "err", err)
 			if err := m.Term(); err != nil {
 				log.Warn("terminate message", "err", err)
 			}
-			continue
+			return
 		}
 		if err := sink(site, pts); err != nil {
 			log.Warn("sink refused batch; redelivering later", "site", site, "points", len(pts), "err", err)
 			if err := m.NakWithDelay(consumeNakDelay); err != nil {
 				log.Warn("nak message", "err", err)
 			}
-			continue
+			return
 		}
 		// The sink stored the batch: acknowledge it even while Consume is
 		// stopping, or it would come again after AckWait.
@@ -131,6 +110,19 @@ func Consume(ctx context.Context, url string, subjects []string, durable string,
 			log.Warn("ack message", "err", err)
 		}
 	}
+	cc, err := cons.Consume(handle, jetstream.PullMaxMessages(consumeFetch),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if ctx.Err() == nil {
+				log.Warn("pull from jetstream", "err", err)
+			}
+		}))
+	if err != nil {
+		return fmt.Errorf("pull from consumer %s: %w", durable, err)
+	}
+	<-ctx.Done()
+	cc.Stop()
+	<-cc.Closed()
+	return nil
 }
 
 // siteOf returns the site part of a pith.<site>.samples subject.
