@@ -34,6 +34,10 @@ func (w *countingWriter) Write(ctx context.Context, pts []model.Point) error {
 	return nil
 }
 
+func (w *countingWriter) Delete(ctx context.Context, tag string, from, to int64) (int64, error) {
+	return w.db.Delete(ctx, tag, from, to)
+}
+
 // benchBatch is batch i of 10,000 points: 100 tags, 100 samples each.
 func benchBatch(i int, names []string) []model.Point {
 	pts := make([]model.Point, 0, 10000)
@@ -70,8 +74,9 @@ func BenchmarkCentralConsume(b *testing.B) {
 			}
 			for i := range b.N {
 				pts := benchBatch(i, names)
-				p := forward.EncodeBatch(0, pts)
-				if err := sink.Send(ctx, forward.Batch{ID: fmt.Sprintf("%s-%d", site, i), Payload: p, Points: len(pts)}); err != nil {
+				id := fmt.Sprintf("%s-%d", site, i)
+				b1 := forward.Batch{ID: id, Entries: []forward.Entry{{ID: id, Points: pts}}, Points: len(pts)}
+				if err := sink.Send(ctx, b1); err != nil {
 					b.Fatal(err)
 				}
 			}

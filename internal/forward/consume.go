@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,20 +28,32 @@ const (
 // nil means the points are durable: the message is then acknowledged.
 type SinkFunc func(site string, pts []model.Point) error
 
+// DeleteFunc applies a delete published by site: the samples of tag (as
+// the site names it) in [from, to), Unix ms. Returning nil means the
+// delete is durable: the message is then acknowledged.
+type DeleteFunc func(site, tag string, from, to int64) error
+
+// Handlers are what Consume calls for each message.
+type Handlers struct {
+	Points SinkFunc   // a batch of points; required
+	Delete DeleteFunc // a delete; nil acknowledges and logs delete messages unapplied
+}
+
 // Consume pulls batches from the JetStream stream holding subjects with
 // the durable pull consumer named durable (created or updated), and calls
-// sink with the points of each. A message is acknowledged (and the ack
+// h.Points with the points of each. A message is acknowledged (and the ack
 // confirmed by the server) only after sink returned nil; after a sink
 // error it is redelivered later, so sink sees every batch at least once
-// and must tolerate repeats (the store does). A payload that does not
-// decode is terminated and logged. Several processes consuming with the
+// and must tolerate repeats (the store does). A delete message (header
+// Pith-Op: delete, see docs/format/forward.md) goes to h.Delete. A
+// message that does not decode is terminated and logged. Several processes consuming with the
 // same durable share the work. Consume returns when ctx is done.
-func Consume(ctx context.Context, url string, subjects []string, durable string, sink SinkFunc, log *slog.Logger) error {
+func Consume(ctx context.Context, url string, subjects []string, durable string, h Handlers, log *slog.Logger) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if len(subjects) == 0 || durable == "" {
-		return errors.New("consume: subjects and durable name are required")
+	if len(subjects) == 0 || durable == "" || h.Points == nil {
+		return errors.New("consume: subjects, durable name and points handler are required")
 	}
 	nc, err := nats.Connect(url, nats.Name("pith-central-"+durable), nats.MaxReconnects(-1))
 	if err != nil {
@@ -82,32 +95,76 @@ func Consume(ctx context.Context, url string, subjects []string, durable string,
 			continue
 		}
 		for m := range batch.Messages() {
-			site := siteOf(m.Subject())
-			_, pts, err = DecodeBatch(pts[:0], m.Data())
-			if err != nil {
-				log.Error("terminating undecodable message", "subject", m.Subject(), "err", err)
-				if err := m.Term(); err != nil {
-					log.Warn("terminate message", "err", err)
-				}
-				continue
-			}
-			if err := sink(site, pts); err != nil {
-				log.Warn("sink refused batch; redelivering later", "site", site, "points", len(pts), "err", err)
-				if err := m.NakWithDelay(consumeNakDelay); err != nil {
-					log.Warn("nak message", "err", err)
-				}
-				continue
-			}
-			if err := m.DoubleAck(ctx); err != nil {
-				// The batch will come again; the sink tolerates repeats.
-				log.Warn("ack message", "err", err)
-			}
+			pts = consumeOne(ctx, m, h, pts[:0], log)
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
 			log.Warn("pull from jetstream", "err", err)
 		}
 	}
 	return nil
+}
+
+// consumeOne applies message m with h and acknowledges it, or naks it
+// for a later redelivery when h fails, or terminates it when it does not
+// decode. It returns pts for reuse.
+func consumeOne(ctx context.Context, m jetstream.Msg, h Handlers, pts []model.Point, log *slog.Logger) []model.Point {
+	site := siteOf(m.Subject())
+	var err error
+	var what []any
+	if hd := m.Headers(); hd.Get(natsOpHeader) == natsOpDelete {
+		var d Delete
+		d, err = decodeDelete(hd)
+		if err != nil {
+			terminate(m, err, log)
+			return pts
+		}
+		what = []any{"site", site, "delete", d.Tag, "from", d.From, "to", d.To}
+		if h.Delete == nil {
+			log.Warn("no delete handler; delete message acknowledged unapplied", what...)
+		} else {
+			err = h.Delete(site, d.Tag, d.From, d.To)
+		}
+	} else {
+		_, pts, err = DecodeBatch(pts, m.Data())
+		if err != nil {
+			terminate(m, err, log)
+			return pts
+		}
+		what = []any{"site", site, "points", len(pts)}
+		err = h.Points(site, pts)
+	}
+	if err != nil {
+		log.Warn("sink refused message; redelivering later", append(what, "err", err)...)
+		if err := m.NakWithDelay(consumeNakDelay); err != nil {
+			log.Warn("nak message", "err", err)
+		}
+		return pts
+	}
+	if err := m.DoubleAck(ctx); err != nil {
+		// The message will come again; the handlers tolerate repeats.
+		log.Warn("ack message", "err", err)
+	}
+	return pts
+}
+
+// terminate ends the deliveries of a message that does not decode.
+func terminate(m jetstream.Msg, err error, log *slog.Logger) {
+	log.Error("terminating undecodable message", "subject", m.Subject(), "err", err)
+	if err := m.Term(); err != nil {
+		log.Warn("terminate message", "err", err)
+	}
+}
+
+// decodeDelete reads the headers of a delete message.
+func decodeDelete(h nats.Header) (Delete, error) {
+	d := Delete{Tag: h.Get(natsTagHeader)}
+	from, err1 := strconv.ParseInt(h.Get(natsFromHeader), 10, 64)
+	to, err2 := strconv.ParseInt(h.Get(natsToHeader), 10, 64)
+	if d.Tag == "" || err1 != nil || err2 != nil || from >= to {
+		return d, fmt.Errorf("read delete message: %w: tag %q, range %q to %q", ErrBadBatch, d.Tag, h.Get(natsFromHeader), h.Get(natsToHeader))
+	}
+	d.From, d.To = from, to
+	return d, nil
 }
 
 // siteOf returns the site part of a pith.<site>.samples subject.
