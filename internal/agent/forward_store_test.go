@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pith-historian/pith/internal/archive"
+	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/model"
 	"github.com/pith-historian/pith/internal/tag"
 
@@ -148,5 +149,19 @@ func TestImportTakesTheRoad(t *testing.T) {
 	}
 	if cur, _ = tab.Latest("imp", "imp2"); cur[0].T != 10_099 || cur[1].T != 7 {
 		t.Errorf("current values %+v, want imp at 10099 and imp2 at 7", cur)
+	}
+}
+
+// TestStoreForwardMaxBytes: store.forward_max_bytes is the store's budget
+// of WAL kept for followers; 0 keeps the store's default.
+func TestStoreForwardMaxBytes(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	for _, tt := range []struct{ key, want int64 }{
+		{0, store.DefaultFollowMaxBytes},
+		{64 << 20, 64 << 20},
+	} {
+		if got := storeOptions(config.Store{ForwardMaxBytes: tt.key}, log).FollowMaxBytes; got != tt.want {
+			t.Errorf("forward_max_bytes %d: FollowMaxBytes = %d, want %d", tt.key, got, tt.want)
+		}
 	}
 }
