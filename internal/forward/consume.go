@@ -41,12 +41,13 @@ type Handlers struct {
 
 // Consume pulls batches from the JetStream stream holding subjects with
 // the durable pull consumer named durable (created or updated), and calls
-// h.Points with the points of each. A message is acknowledged (and the ack
-// confirmed by the server) only after sink returned nil; after a sink
-// error it is redelivered later, so sink sees every batch at least once
-// and must tolerate repeats (the store does). A delete message (header
-// Pith-Op: delete, see docs/format/forward.md) goes to h.Delete. A
-// message that does not decode is terminated and logged. Several processes consuming with the
+// h.Points with their points, those of consecutive messages of one site
+// together. A message is acknowledged only after h.Points returned nil;
+// after an error, or a lost ack, it is delivered again later, so h sees
+// every batch at least once and must tolerate repeats (the store does). A
+// delete message (header Pith-Op: delete, see docs/format/forward.md)
+// goes to h.Delete, after the points before it. A message that does not
+// decode is terminated and logged. Several processes consuming with the
 // same durable share the work. Consume returns when ctx is done.
 func Consume(ctx context.Context, url string, subjects []string, durable string, h Handlers, log *slog.Logger) error {
 	if log == nil {
@@ -86,7 +87,7 @@ func Consume(ctx context.Context, url string, subjects []string, durable string,
 		return fmt.Errorf("create consumer %s on %s: %w", durable, stream, err)
 	}
 	log.Info("consuming", "stream", stream, "subjects", subjects, "durable", durable)
-	var pts []model.Point
+	g := &consumeGroup{h: h, log: log}
 	for ctx.Err() == nil {
 		batch, err := cons.Fetch(consumeFetch, jetstream.FetchMaxWait(consumeFetchWait))
 		if err != nil {
@@ -94,9 +95,24 @@ func Consume(ctx context.Context, url string, subjects []string, durable string,
 			sleep(ctx, consumeFetchWait)
 			continue
 		}
-		for m := range batch.Messages() {
-			pts = consumeOne(ctx, m, h, pts[:0], log)
+		msgs := batch.Messages()
+		for {
+			var m jetstream.Msg
+			var ok bool
+			select {
+			case m, ok = <-msgs:
+			default:
+				// Nothing more has arrived: store what is held rather
+				// than wait for the rest of the pull.
+				g.flush(ctx)
+				m, ok = <-msgs
+			}
+			if !ok {
+				break
+			}
+			g.add(ctx, m)
 		}
+		g.flush(ctx)
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
 			log.Warn("pull from jetstream", "err", err)
 		}
@@ -104,47 +120,93 @@ func Consume(ctx context.Context, url string, subjects []string, durable string,
 	return nil
 }
 
-// consumeOne applies message m with h and acknowledges it, or naks it
-// for a later redelivery when h fails, or terminates it when it does not
-// decode. It returns pts for reuse.
-func consumeOne(ctx context.Context, m jetstream.Msg, h Handlers, pts []model.Point, log *slog.Logger) []model.Point {
+// consumeGroupPoints bounds the points of one site stored by one
+// h.Points call.
+const consumeGroupPoints = 1 << 16
+
+// consumeGroup gathers the points of consecutive messages of one site, so
+// that a backlog of many small messages costs one store write per group
+// rather than one per message.
+type consumeGroup struct {
+	h    Handlers
+	log  *slog.Logger
+	site string
+	msgs []jetstream.Msg
+	pts  []model.Point
+}
+
+// add takes m into the group, storing the group first when m is of
+// another site, a delete or would make it too large.
+func (g *consumeGroup) add(ctx context.Context, m jetstream.Msg) {
 	site := siteOf(m.Subject())
-	var err error
-	var what []any
-	if hd := m.Headers(); hd.Get(natsOpHeader) == natsOpDelete {
-		var d Delete
-		d, err = decodeDelete(hd)
-		if err != nil {
-			terminate(m, err, log)
-			return pts
-		}
-		what = []any{"site", site, "delete", d.Tag, "from", d.From, "to", d.To}
-		if h.Delete == nil {
-			log.Warn("no delete handler; delete message acknowledged unapplied", what...)
-		} else {
-			err = h.Delete(site, d.Tag, d.From, d.To)
-		}
-	} else {
-		_, pts, err = DecodeBatch(pts, m.Data())
-		if err != nil {
-			terminate(m, err, log)
-			return pts
-		}
-		what = []any{"site", site, "points", len(pts)}
-		err = h.Points(site, pts)
+	if len(g.msgs) > 0 && (site != g.site || len(g.pts) >= consumeGroupPoints) {
+		g.flush(ctx)
 	}
+	if m.Headers().Get(natsOpHeader) == natsOpDelete {
+		g.flush(ctx)
+		consumeDelete(ctx, m, g.h, g.log)
+		return
+	}
+	n := len(g.pts)
+	var err error
+	if _, g.pts, err = DecodeBatch(g.pts, m.Data()); err != nil {
+		g.pts = g.pts[:n]
+		terminate(m, err, g.log)
+		return
+	}
+	g.site = site
+	g.msgs = append(g.msgs, m)
+}
+
+// flush stores the group's points and acknowledges its messages, or naks
+// them for a later redelivery when the store refuses.
+func (g *consumeGroup) flush(ctx context.Context) {
+	if len(g.msgs) == 0 {
+		return
+	}
+	defer func() { g.msgs, g.pts = g.msgs[:0], g.pts[:0] }()
+	if err := g.h.Points(g.site, g.pts); err != nil {
+		g.log.Warn("sink refused messages; redelivering later", "site", g.site, "messages", len(g.msgs), "points", len(g.pts), "err", err)
+		for _, m := range g.msgs {
+			if err := m.NakWithDelay(consumeNakDelay); err != nil {
+				g.log.Warn("nak message", "err", err)
+			}
+		}
+		return
+	}
+	// A plain ack, not waiting for the server's answer: a lost ack
+	// redelivers the message after consumeAckWait, and the store takes
+	// the repeat as it is.
+	for _, m := range g.msgs {
+		if err := m.Ack(); err != nil {
+			g.log.Warn("ack message", "err", err)
+		}
+	}
+}
+
+// consumeDelete applies the delete message m with h and acknowledges it,
+// or naks it for a later redelivery when h fails, or terminates it when it
+// does not decode.
+func consumeDelete(ctx context.Context, m jetstream.Msg, h Handlers, log *slog.Logger) {
+	site := siteOf(m.Subject())
+	d, err := decodeDelete(m.Headers())
 	if err != nil {
-		log.Warn("sink refused message; redelivering later", append(what, "err", err)...)
+		terminate(m, err, log)
+		return
+	}
+	if h.Delete == nil {
+		log.Warn("no delete handler; delete message acknowledged unapplied", "site", site, "tag", d.Tag, "from", d.From, "to", d.To)
+	} else if err := h.Delete(site, d.Tag, d.From, d.To); err != nil {
+		log.Warn("sink refused delete; redelivering later", "site", site, "tag", d.Tag, "from", d.From, "to", d.To, "err", err)
 		if err := m.NakWithDelay(consumeNakDelay); err != nil {
 			log.Warn("nak message", "err", err)
 		}
-		return pts
+		return
 	}
 	if err := m.DoubleAck(ctx); err != nil {
-		// The message will come again; the handlers tolerate repeats.
+		// The message will come again; deletes are idempotent.
 		log.Warn("ack message", "err", err)
 	}
-	return pts
 }
 
 // terminate ends the deliveries of a message that does not decode.
