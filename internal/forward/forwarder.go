@@ -32,7 +32,8 @@ var _ Log = (*store.Follower)(nil)
 const (
 	DefaultBatchPoints = 10000                  // points asked of the log per batch
 	DefaultRetryMin    = 100 * time.Millisecond // first wait after a failed send
-	DefaultRetryMax    = 15 * time.Second       // longest wait between retries
+	DefaultRetryMax    = 5 * time.Second        // longest wait between retries: also how late a recovered upstream is noticed
+	DefaultAckInterval = 250 * time.Millisecond // longest a confirmed batch waits for its Ack
 )
 
 // Options configure a Forwarder.
@@ -44,12 +45,16 @@ type Options struct {
 	RetryMin    time.Duration // first wait after a failed send; doubles up to RetryMax
 	RetryMax    time.Duration // longest wait between retries
 	PoisonDir   string        // where refused batches are set aside; "" logs them only
+	// AckInterval is the longest a confirmed batch waits to be
+	// acknowledged to the log while more follow: what a crash resends.
+	// Keep it far under the upstream's duplicate window.
+	AckInterval time.Duration
 }
 
 // DefaultOptions returns the options of a forwarder that never releases
 // a batch it could not send (the store's follower budget still applies).
 func DefaultOptions() Options {
-	return Options{BatchPoints: DefaultBatchPoints, RetryMin: DefaultRetryMin, RetryMax: DefaultRetryMax}
+	return Options{BatchPoints: DefaultBatchPoints, RetryMin: DefaultRetryMin, RetryMax: DefaultRetryMax, AckInterval: DefaultAckInterval}
 }
 
 // Stats describe a forwarder. Counters only grow.
@@ -98,6 +103,9 @@ func NewForwarder(l Log, sink Sink, opts Options, lg *slog.Logger) (*Forwarder, 
 	if opts.RetryMin <= 0 {
 		opts.RetryMin = def.RetryMin
 	}
+	if opts.AckInterval < 0 {
+		opts.AckInterval = 0
+	}
 	if opts.RetryMax < opts.RetryMin {
 		opts.RetryMax = max(def.RetryMax, opts.RetryMin)
 	}
@@ -123,20 +131,50 @@ func (f *Forwarder) SetLag(bytes int64) {
 	f.mu.Unlock()
 }
 
-// Run forwards until ctx ends or the log is closed.
+// Run forwards until ctx ends or the log is closed. Confirmed batches are
+// acknowledged to the log at most every AckInterval (each Ack writes the
+// follower's cursor durably), and at once when the log has nothing more
+// or Run ends: a crash resends at most that much, with the same ids.
 func (f *Forwarder) Run(ctx context.Context) {
 	wait := f.opts.RetryMin
+	var pending store.Position // End of the last confirmed batch not acknowledged yet
+	var acked time.Time        // when the last Ack was written
+	ack := func() {
+		if pending == (store.Position{}) {
+			return
+		}
+		if err := f.log.Ack(pending); err != nil {
+			// The batches come again after a restart, with the same ids.
+			f.lg.Error("acknowledge forwarded batches", "end", pending, "err", err)
+		} else {
+			f.mu.Lock()
+			f.st.Acked = pending
+			f.mu.Unlock()
+		}
+		pending, acked = store.Position{}, time.Now()
+	}
+	defer ack()
 	for ctx.Err() == nil {
 		f.mu.Lock()
 		f.st.WaitingSince = time.Now()
 		f.mu.Unlock()
-		sb, err := f.log.Next(ctx, f.opts.BatchPoints)
+		nctx, cancel := ctx, context.CancelFunc(func() {})
+		if pending != (store.Position{}) {
+			// Wait for more only until the pending Ack is due.
+			nctx, cancel = context.WithTimeout(ctx, max(0, f.opts.AckInterval-time.Since(acked)))
+		}
+		sb, err := f.log.Next(nctx, f.opts.BatchPoints)
+		cancel()
 		f.mu.Lock()
 		f.st.WaitingSince = time.Time{}
 		f.mu.Unlock()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, store.ErrClosed) {
 				return
+			}
+			if nctx.Err() != nil {
+				ack() // the log has nothing more for now
+				continue
 			}
 			f.lg.Error("read store log; retrying", "retry_in", wait, "err", err)
 			sleep(ctx, wait)
@@ -148,14 +186,10 @@ func (f *Forwarder) Run(ctx context.Context) {
 		if !f.deliver(ctx, b) {
 			return
 		}
-		if err := f.log.Ack(sb.End); err != nil {
-			// The batch comes again after a restart, with the same ids.
-			f.lg.Error("acknowledge forwarded batch", "batch", b.ID, "err", err)
-			continue
+		pending = sb.End
+		if time.Since(acked) >= f.opts.AckInterval {
+			ack()
 		}
-		f.mu.Lock()
-		f.st.Acked = sb.End
-		f.mu.Unlock()
 	}
 }
 
