@@ -29,6 +29,9 @@ func TestForwarderInOrderOnce(t *testing.T) {
 	if st := h.f.Stats(); st.Sent != 5000 || st.Dropped != 0 {
 		t.Errorf("stats = %+v, want 5000 sent, none dropped", st)
 	}
+	// Once the log has nothing more, the last batch is acknowledged
+	// within AckInterval: the follower's cursor is at the end.
+	waitUntil(t, "the last batch acknowledged", func() bool { return h.lag() == 0 })
 }
 
 // TestForwarderOutageAndRestart: values written while the upstream is
