@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -229,6 +230,11 @@ func (fw *forwarders) follow(cfg *config.Config, e forwardEntry, sk sinkOf, star
 		f.ids = append(f.ids, id)
 	}
 	flog.Info("forwarding", "kind", e.kind, "to", sk.desc, "follower", followerPrefix+e.name, "max_bytes", o.MaxBytes, "max_age", o.MaxAge)
+	if _, err := os.Stat(filepath.Join(cfg.Store.Dir, "forward", e.name, "wal")); err == nil {
+		// Forwarders kept queues of their own before they followed the
+		// store's log; what such a queue still holds is not sent.
+		flog.Warn("found the queue of an earlier version; its unsent values are not forwarded (remove the directory)", "dir", filepath.Join(cfg.Store.Dir, "forward", e.name, "wal"))
+	}
 	return f, nil
 }
 
