@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,30 +13,8 @@ import (
 	"github.com/pith-historian/pith/internal/model"
 	"github.com/pith-historian/pith/internal/tag"
 
-	"github.com/pith-historian/pith/internal/forward"
 	"github.com/pith-historian/pith/internal/store"
 )
-
-// recordSink is a forward.Sink keeping every point it is sent.
-type recordSink struct {
-	mu  sync.Mutex
-	pts []model.Point
-}
-
-func (s *recordSink) Send(_ context.Context, b forward.Batch) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, e := range b.Entries {
-		s.pts = append(s.pts, e.Points...)
-	}
-	return nil
-}
-
-func (s *recordSink) points() []model.Point {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.pts)
-}
 
 func testPoints(tag string, n int, t0 int64) []model.Point {
 	pts := make([]model.Point, n)
