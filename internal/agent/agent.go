@@ -150,7 +150,7 @@ func (a *Agent) start(ctx context.Context) error {
 	if err := a.add(ctx, au); err != nil {
 		return err
 	}
-	fw := newForwarders(cfg, pl.p.Table(), log)
+	fw := newForwarders(cfg, st.db, pl.p.Table(), log)
 	if err := a.add(ctx, fw); err != nil {
 		return err
 	}

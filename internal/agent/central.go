@@ -23,9 +23,12 @@ const (
 )
 
 // centralWriter is the store as a central Pith writes to it; *store.DB
-// implements it. Write is called from every worker at once.
+// implements it. Both methods are called from every worker at once.
 type centralWriter interface {
 	Write(ctx context.Context, pts []model.Point) error
+	// Delete removes the samples of tag in [from, to), Unix ms, and
+	// returns how many there were.
+	Delete(ctx context.Context, tag string, from, to int64) (int64, error)
 }
 
 var _ centralWriter = (*store.DB)(nil)
@@ -50,7 +53,7 @@ func startCentral(ctx context.Context, c config.Central, db centralWriter, log *
 			wait := centralRetryMin
 			for ctx.Err() == nil {
 				start := time.Now()
-				err := forward.Consume(ctx, c.NATS, c.Subjects, c.Durable, w.sink(ctx), log.With("worker", i))
+				err := forward.Consume(ctx, c.NATS, c.Subjects, c.Durable, forward.Handlers{Points: w.sink(ctx), Delete: w.delete(ctx)}, log.With("worker", i))
 				if ctx.Err() != nil {
 					return
 				}
@@ -109,6 +112,28 @@ func (w *centralWorker) sink(ctx context.Context) forward.SinkFunc {
 			w.log.Error("central store refused a point; skipping it", "site", site, "tag", pe.Tag, "err", pe.Err)
 			pts = append(pts[:pe.Index], pts[pe.Index+1:]...)
 		}
+	}
+}
+
+// delete returns the forward.DeleteFunc of w: an edge's delete applied to
+// "<site>.<tag>". A tag the store does not know has nothing to delete.
+func (w *centralWorker) delete(ctx context.Context) forward.DeleteFunc {
+	return func(site, tag string, from, to int64) error {
+		name := site + "." + tag
+		n, err := w.db.Delete(ctx, name, from, to)
+		if errors.Is(err, store.ErrUnknownTag) {
+			return nil
+		}
+		if errors.Is(err, store.ErrTooOld) {
+			// Retrying cannot help: skip it rather than hold up the stream.
+			w.log.Error("central store refused an edge's delete; skipping it", "tag", name, "from", from, "to", to, "err", err)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		w.log.Info("applied an edge's delete", "tag", name, "from", from, "to", to, "samples", n)
+		return nil
 	}
 }
 

@@ -2,38 +2,60 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/pith-historian/pith/internal/model"
-
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/forward"
+	"github.com/pith-historian/pith/internal/model"
+	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
 )
 
 // forwardStatsInterval is how often the forwarders' system tags are written.
 const forwardStatsInterval = time.Second
 
-// forwarder is one [[forward.*]] entry: a disk-backed queue feeding a sink.
+// forwardLagCost is how many times the last lag reading (db.Followers,
+// which reads the WAL between each cursor and the end) the stats loop
+// waits before the next one, so that a large backlog is not read every
+// second.
+const forwardLagCost = 10
+
+// forwardIdle is how long a forwarder waits for the store to commit more
+// before its backlog reads 0.
+const forwardIdle = 100 * time.Millisecond
+
+// followerPrefix starts the store follower name of every forwarder:
+// "forward.<name>".
+const followerPrefix = "forward."
+
+// forwarder is one [[forward.*]] entry: a store follower feeding a sink.
 type forwarder struct {
 	name   string
 	kind   string
 	entry  any // the config entry, to tell a changed forwarder at reload
-	q      *forward.Queue
-	close  func() // closes the sink once the queue is closed
-	sub    *tag.Subscription
+	fo     *store.Follower
+	fwd    *forward.Forwarder
+	sink   sinkOf
 	ids    []tag.ID // system tags, in forwardSysTags order
 	cancel context.CancelFunc
-	done   chan struct{} // closed when the feed has moved its last changes
+	done   chan struct{} // closed when the forwarding loop returned
+
+	// Read and written by the stats loop only.
+	lastSent uint64
+	lastAt   time.Time
 }
 
 // forwarders are the running forwarders, a Reloadable part.
 type forwarders struct {
 	cfg    *config.Config // the config Start runs
+	db     *store.DB
 	ctx    context.Context
 	tab    *tag.Table
 	log    *slog.Logger
@@ -47,37 +69,45 @@ type forwarders struct {
 // forwardSysTags are the system tags of each forwarder,
 // pith.sys.forward.<name>.<suffix>, in the order of forwarder.ids.
 var forwardSysTags = []struct{ suffix, unit, help string }{
-	{"backlog", "points", "values queued and not yet confirmed by the upstream"},
+	{"backlog", "records", "store log records not yet confirmed by the upstream (the follower's lag)"},
 	{"sent_per_s", "points/s", "values confirmed by the upstream per second"},
-	{"oldest_s", "s", "age of the oldest unconfirmed value"},
+	{"oldest_s", "s", "age of the oldest value of the batch being sent"},
 	{"errors", "count", "failed sends since start (each is retried)"},
-	{"dropped", "points", "values lost since start: queue caps, reject_new, or a full tag-table feed"},
+	{"dropped", "points", "values never sent: released by the store's follower budget, max_bytes or max_age, or refused by the upstream"},
 }
 
 var _ Reloadable = (*forwarders)(nil)
 
-func newForwarders(cfg *config.Config, tab *tag.Table, log *slog.Logger) *forwarders {
-	return &forwarders{cfg: cfg, tab: tab, log: log}
+func newForwarders(cfg *config.Config, db *store.DB, tab *tag.Table, log *slog.Logger) *forwarders {
+	return &forwarders{cfg: cfg, db: db, tab: tab, log: log}
 }
 
 func (fw *forwarders) Name() string { return "forwarders" }
 
-// Start opens a disk-backed queue per [[forward.*]] entry under
-// <store.dir>/forward/<name>, fed with every sample the tag table stores:
-// acquired, pushed and imported values, and system tags (the forwarders'
-// own included: they change once a second per forwarder, which is no
-// feedback loop, and let a central Pith watch its edges' backlogs). The
-// forwarders' system tags are
-// written every second. An upstream that cannot be reached at start is
-// retried by its queue: what is queued waits on disk.
+// Start opens a store follower "forward.<name>" per [[forward.*]] entry
+// and forwards what the store commits: acquired, pushed and imported
+// values, deletes, and system tags (the forwarders' own included: they
+// change once a second per forwarder, which is no feedback loop, and let a
+// central Pith watch its edges' backlogs). A follower left by a forwarder
+// no longer configured is removed, releasing the WAL it held. The
+// forwarders' system tags are written every second. An upstream that
+// cannot be reached at start is retried: what is not confirmed waits in
+// the store's WAL.
 func (fw *forwarders) Start(ctx context.Context) error {
 	fw.ctx, fw.cancel = context.WithCancel(ctx)
-	for _, e := range forwardEntries(fw.cfg) {
-		f, err := fw.open(fw.cfg, e, nil)
+	entries := forwardEntries(fw.cfg)
+	fw.unfollowStale(entries)
+	for _, e := range entries {
+		// At start a new follower takes what the WAL holds, which is what
+		// this process stored so far (the store checkpoints and releases
+		// the WAL at close): nothing acquired before the forwarders
+		// started is missed.
+		f, err := fw.open(fw.cfg, e, store.FollowFromOldest)
 		if err != nil {
 			fw.Stop()
 			return err
 		}
+		fw.run(f)
 		fw.list = append(fw.list, f)
 	}
 	fw.wg.Add(1)
@@ -88,11 +118,29 @@ func (fw *forwarders) Start(ctx context.Context) error {
 	return nil
 }
 
+// unfollowStale removes the followers of forwarders not in entries.
+func (fw *forwarders) unfollowStale(entries []forwardEntry) {
+	want := map[string]bool{}
+	for _, e := range entries {
+		want[followerPrefix+e.name] = true
+	}
+	for _, st := range fw.db.Followers() {
+		if !strings.HasPrefix(st.Name, followerPrefix) || want[st.Name] || st.Open {
+			continue
+		}
+		if err := fw.db.Unfollow(st.Name); err != nil {
+			fw.log.Warn("remove follower of a removed forwarder", "follower", st.Name, "err", err)
+			continue
+		}
+		fw.log.Info("forwarder no longer configured; released its store log", "follower", st.Name, "unsent_records", st.LagRecords)
+	}
+}
+
 // forwardEntry is one [[forward.*]] entry of any kind.
 type forwardEntry struct {
 	name, kind string
 	entry      any
-	queue      config.ForwardQueue
+	limits     config.ForwardQueue
 	open       openSink
 }
 
@@ -114,23 +162,17 @@ func forwardEntries(cfg *config.Config) []forwardEntry {
 	return out
 }
 
-// open starts one forwarder: its sink, its queue and the feed from the
-// tag table.
-func (fw *forwarders) open(cfg *config.Config, e forwardEntry, sub *tag.Subscription) (*forwarder, error) {
+// open makes one forwarder: its sink and its follower (a new one starting
+// at start). Nothing runs until run.
+func (fw *forwarders) open(cfg *config.Config, e forwardEntry, start store.FollowStart) (*forwarder, error) {
 	sk, err := openSinkOf(e, fw.log)
 	if err != nil {
 		return nil, err
 	}
-	qo, err := queueOptions(cfg, e)
-	if err != nil {
-		sk.close()
-		return nil, err
-	}
-	f, err := fw.openQueue(cfg, e, qo, sk)
+	f, err := fw.follow(cfg, e, sk, start)
 	if err != nil {
 		return nil, err
 	}
-	fw.run(f, sub)
 	return f, nil
 }
 
@@ -150,103 +192,77 @@ func openSinkOf(e forwardEntry, log *slog.Logger) (sinkOf, error) {
 	return sinkOf{sink, closeSink, desc}, nil
 }
 
-// queueOptions maps e's queue settings onto the queue's options.
-func queueOptions(cfg *config.Config, e forwardEntry) (forward.Options, error) {
-	qo := forward.DefaultOptions()
-	qo.Site = cfg.Site.Name
-	if e.queue.MaxBytes > 0 { // 0 keeps the queue's default
-		qo.MaxBytes = e.queue.MaxBytes
-	}
-	if e.queue.MaxAge > 0 {
-		qo.MaxAge = e.queue.MaxAge.Std()
-	}
-	var err error
-	if qo.Overflow, err = forward.ParseOverflow(e.queue.Overflow); err != nil {
-		return qo, fmt.Errorf("forward %s: %w", e.name, err)
-	}
-	return qo, nil
+// forwardOptions maps e's limits onto the forwarder's options.
+func forwardOptions(cfg *config.Config, e forwardEntry) forward.Options {
+	o := forward.DefaultOptions()
+	o.Site = cfg.Site.Name
+	o.MaxBytes = e.limits.MaxBytes
+	o.MaxAge = e.limits.MaxAge.Std()
+	o.PoisonDir = filepath.Join(cfg.Store.Dir, "forward", e.name, "poison")
+	return o
 }
 
-// openQueue opens e's queue on sk and defines its system tags; nothing
-// feeds it until run. On error sk is closed.
-func (fw *forwarders) openQueue(cfg *config.Config, e forwardEntry, qo forward.Options, sk sinkOf) (*forwarder, error) {
+// follow opens e's store follower (created, starting at start, when new;
+// an existing one resumes at its cursor) and defines its system tags. On
+// error sk is closed.
+func (fw *forwarders) follow(cfg *config.Config, e forwardEntry, sk sinkOf, start store.FollowStart) (*forwarder, error) {
 	flog := fw.log.With("forward", e.name)
-	q, err := forward.Open(filepath.Join(cfg.Store.Dir, "forward", e.name), qo, sk.sink, flog)
+	fo, err := fw.db.Follow(followerPrefix+e.name, store.FollowOptions{Start: start})
 	if err != nil {
 		sk.close()
 		return nil, fmt.Errorf("forward %s: %w", e.name, err)
 	}
-	f := &forwarder{name: e.name, kind: e.kind, entry: e.entry, q: q, close: sk.close, done: make(chan struct{})}
+	o := forwardOptions(cfg, e)
+	fwd, err := forward.NewForwarder(fo, sk.sink, o, flog)
+	if err != nil {
+		fo.Close()
+		sk.close()
+		return nil, fmt.Errorf("forward %s: %w", e.name, err)
+	}
+	f := &forwarder{name: e.name, kind: e.kind, entry: e.entry, fo: fo, fwd: fwd, sink: sk, done: make(chan struct{})}
 	for _, st := range forwardSysTags {
 		id, err := fw.tab.Define(tag.Def{Name: "pith.sys.forward." + e.name + "." + st.suffix, Unit: st.unit, Description: st.help, Source: "pith"})
 		if err != nil {
-			q.Close()
+			fo.Close()
 			sk.close()
 			return nil, fmt.Errorf("forward %s: %w", e.name, err)
 		}
 		f.ids = append(f.ids, id)
 	}
-	flog.Info("forwarding", "kind", e.kind, "to", sk.desc, "max_bytes", qo.MaxBytes, "max_age", qo.MaxAge, "overflow", qo.Overflow)
+	flog.Info("forwarding", "kind", e.kind, "to", sk.desc, "follower", followerPrefix+e.name, "max_bytes", o.MaxBytes, "max_age", o.MaxAge)
+	if _, err := os.Stat(filepath.Join(cfg.Store.Dir, "forward", e.name, "wal")); err == nil {
+		// Forwarders kept queues of their own before they followed the
+		// store's log; what such a queue still holds is not sent.
+		flog.Warn("found the queue of an earlier version; its unsent values are not forwarded (remove the directory)", "dir", filepath.Join(cfg.Store.Dir, "forward", e.name, "wal"))
+	}
 	return f, nil
 }
 
-// run starts feeding f from the tag table through sub (a new
-// subscription when nil).
-func (fw *forwarders) run(f *forwarder, sub *tag.Subscription) {
-	f.sub = sub
-	if f.sub == nil {
-		f.sub = fw.tab.Subscribe(tag.SubOptions{Name: "forward:" + f.name, Mode: tag.Every})
-	}
+// run starts f's forwarding loop.
+func (fw *forwarders) run(f *forwarder) {
 	var fctx context.Context
 	fctx, f.cancel = context.WithCancel(fw.ctx)
 	go func() {
 		defer close(f.done)
-		fw.feed(fctx, f)
+		f.fwd.Run(fctx)
 	}()
 }
 
-// close stops f's feed (moving the changes still pending into its queue),
-// then closes the queue and the sink. keepSub leaves the subscription to a
-// successor, which then misses no change.
-func (fw *forwarders) closeOne(f *forwarder, keepSub bool) {
-	f.cancel()
-	<-f.done
-	if !keepSub {
-		fw.tab.Unsubscribe(f.sub)
+// closeOne stops f's loop, detaches its follower (its cursor stays) and
+// closes its sink. With unfollow the follower is removed as well,
+// releasing the WAL it held.
+func (fw *forwarders) closeOne(f *forwarder, unfollow bool) {
+	if f.cancel != nil {
+		f.cancel()
+		<-f.done
 	}
-	if err := f.q.Close(); err != nil {
-		fw.log.Warn("close forward queue", "forward", f.name, "err", err)
+	if err := f.fo.Close(); err != nil && !errors.Is(err, store.ErrClosed) {
+		fw.log.Warn("close forward follower", "forward", f.name, "err", err)
 	}
-	f.close()
-}
-
-// feed moves every sample the tag table stores (acquired, pushed,
-// imported; tag.Every) into f's queue until ctx ends, then moves what is
-// still pending, so that a graceful stop forwards every value stored
-// before it.
-func (fw *forwarders) feed(ctx context.Context, f *forwarder) {
-	var buf []tag.Change
-	var pts []model.Point
-	for {
-		chs, err := f.sub.Next(ctx, buf[:0])
-		if err != nil {
-			chs = f.sub.Take(buf[:0])
-			ctx = context.WithoutCancel(ctx)
-		}
-		buf = chs
-		pts = pts[:0]
-		for _, c := range chs {
-			if c.Has {
-				pts = append(pts, model.Point{Tag: c.Tag, T: c.T, V: c.V, Q: c.Q})
-			}
-		}
-		if len(pts) > 0 {
-			if err := f.q.Enqueue(ctx, pts); err != nil {
-				fw.log.Warn("forward queue refused values", "forward", f.name, "points", len(pts), "err", err)
-			}
-		}
-		if err != nil {
-			return
+	f.sink.close()
+	if unfollow {
+		if err := fw.db.Unfollow(followerPrefix + f.name); err != nil {
+			fw.log.Warn("remove forward follower", "forward", f.name, "err", err)
 		}
 	}
 }
@@ -256,19 +272,31 @@ func (fw *forwarders) writeStats(ctx context.Context, tab *tag.Table) {
 	t := time.NewTicker(forwardStatsInterval)
 	defer t.Stop()
 	var batch []tag.Sample
+	lags := map[string]store.FollowerStats{}
+	var nextLag time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			if !now.Before(nextLag) {
+				start := time.Now()
+				clear(lags)
+				for _, st := range fw.db.Followers() {
+					lags[st.Name] = st
+				}
+				nextLag = now.Add(forwardLagCost * time.Since(start))
+			}
 			batch = batch[:0]
 			ms := now.UnixMilli()
 			fw.mu.RLock()
 			for _, f := range fw.list {
-				st := f.q.Stats()
-				lost := st.Dropped + st.Rejected + f.sub.Stats().Overflow
-				for i, v := range []float64{float64(st.Backlog), st.SentPerS, st.OldestS, float64(st.Errors), float64(lost)} {
-					batch = append(batch, tag.Sample{ID: f.ids[i], T: ms, V: v, Q: model.QualityGood})
+				lag := lags[followerPrefix+f.name]
+				f.fwd.SetLag(lag.LagBytes)
+				batch = append(batch, f.stats(now, lag)...)
+				for i := range batch[len(batch)-len(f.ids):] {
+					s := &batch[len(batch)-len(f.ids)+i]
+					s.ID, s.T, s.Q = f.ids[i], ms, model.QualityGood
 				}
 			}
 			fw.mu.RUnlock()
@@ -279,10 +307,41 @@ func (fw *forwarders) writeStats(ctx context.Context, tab *tag.Table) {
 	}
 }
 
-// Stop ends the feeds and closes the queues, then the sinks, in reverse
-// start order. The changes still pending move into the queues, but Stop
-// does not wait for the upstreams: what is queued is on disk and is sent
-// after the next start.
+// stats returns f's system tag values in forwardSysTags order (IDs and
+// times unset). Only the stats loop calls it.
+func (f *forwarder) stats(now time.Time, lag store.FollowerStats) []tag.Sample {
+	st := f.fwd.Stats()
+	var rate, oldest float64
+	if !f.lastAt.IsZero() {
+		if dt := now.Sub(f.lastAt).Seconds(); dt > 0 {
+			rate = float64(st.Sent-f.lastSent) / dt
+		}
+	}
+	f.lastSent, f.lastAt = st.Sent, now
+	if st.OldestMs != 0 {
+		oldest = max(0, float64(now.UnixMilli()-st.OldestMs)/1000)
+	}
+	backlog := float64(lag.LagRecords)
+	if !st.WaitingSince.IsZero() && now.Sub(st.WaitingSince) > forwardIdle {
+		// Everything read is sent; what the lag still counts are records
+		// without entries (see forward.Stats.WaitingSince), or records
+		// committed since the lag was read.
+		backlog = 0
+	}
+	dropped := float64(st.Dropped) + float64(lag.Dropped.Points)
+	return []tag.Sample{
+		{V: backlog},
+		{V: rate},
+		{V: oldest},
+		{V: float64(st.Errors)},
+		{V: dropped},
+	}
+}
+
+// Stop ends the forwarding loops, detaches the followers and closes the
+// sinks, in reverse start order. It does not wait for the upstreams: what
+// is not confirmed stays in the store's WAL and is sent after the next
+// start.
 func (fw *forwarders) Stop() {
 	fw.mu.Lock()
 	defer fw.mu.Unlock()

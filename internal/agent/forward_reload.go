@@ -8,6 +8,7 @@ import (
 
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/forward"
+	"github.com/pith-historian/pith/internal/store"
 )
 
 // forwardConnectTimeout bounds how long a reload waits for a new
@@ -29,8 +30,7 @@ type forwardPlan struct {
 	e    forwardEntry
 	old  *forwarder // the running forwarder it replaces; nil for a new one
 	sink sinkOf
-	qo   forward.Options
-	f    *forwarder // a new forwarder, its queue open but not fed; nil for a changed one
+	f    *forwarder // a new forwarder, its follower open but not running; nil for a changed one
 }
 
 // forwardChange is a prepared reload of the forwarders.
@@ -44,10 +44,10 @@ type forwardChange struct {
 }
 
 // Prepare opens the sinks of cfg's new and changed forwarders, connects
-// those that can reach their upstream on demand, and opens the queues of
-// the new ones (a changed forwarder's queue is the running one's, reopened
-// at Commit). Nothing feeds them yet and the running forwarders are
-// untouched; on error what was opened is closed.
+// those that can reach their upstream on demand, and opens the followers
+// of the new ones (a changed forwarder keeps the running one's follower,
+// reopened at Commit at its cursor). Nothing of them runs yet and the
+// running forwarders are untouched; on error what was opened is closed.
 func (fw *forwarders) Prepare(cfg *config.Config) (Change, error) {
 	fw.mu.RLock()
 	old := make(map[string]*forwarder, len(fw.list))
@@ -81,9 +81,6 @@ func (fw *forwarders) Prepare(cfg *config.Config) (Change, error) {
 func (fw *forwarders) plan(cfg *config.Config, e forwardEntry, old *forwarder) (forwardPlan, error) {
 	pl := forwardPlan{e: e, old: old}
 	var err error
-	if pl.qo, err = queueOptions(cfg, e); err != nil {
-		return pl, err
-	}
 	if pl.sink, err = openSinkOf(e, fw.log); err != nil {
 		return pl, err
 	}
@@ -97,7 +94,9 @@ func (fw *forwarders) plan(cfg *config.Config, e forwardEntry, old *forwarder) (
 		}
 	}
 	if old == nil {
-		if pl.f, err = fw.openQueue(cfg, e, pl.qo, pl.sink); err != nil {
+		// A forwarder added by a reload forwards what is committed from
+		// now on.
+		if pl.f, err = fw.follow(cfg, e, pl.sink, store.FollowFromEnd); err != nil {
 			return pl, err
 		}
 	}
@@ -105,9 +104,10 @@ func (fw *forwarders) plan(cfg *config.Config, e forwardEntry, old *forwarder) (
 }
 
 // Commit makes the prepared forwarders the running ones: unchanged ones
-// keep running, changed ones restart on the same queue and subscription
-// (what was queued stays queued, no tag change is missed), removed ones
-// stop with their queue left on disk, new ones start being fed.
+// keep running, changed ones restart on the same follower (resuming at
+// its cursor: nothing unconfirmed is skipped), removed ones stop and
+// their followers are removed (releasing the WAL they held), new ones
+// start.
 func (c *forwardChange) Commit() {
 	fw := c.fw
 	fw.mu.Lock()
@@ -120,38 +120,38 @@ func (c *forwardChange) Commit() {
 		}
 		pl := c.plans[name]
 		if pl.f != nil {
-			fw.run(pl.f, nil)
+			fw.run(pl.f)
 			next = append(next, pl.f)
 			continue
 		}
-		fw.closeOne(pl.old, true)
+		fw.closeOne(pl.old, false)
 		fw.log.Info("forwarder changed, restarting", "forward", name)
-		// The queue was open a moment ago under the same directory; only
-		// a disk failure makes reopening it fail.
-		f, err := fw.openQueue(c.cfg, pl.e, pl.qo, pl.sink)
+		// The follower was open a moment ago; only a disk failure makes
+		// opening it again fail. Its cursor stays, so a later start
+		// resumes there.
+		f, err := fw.follow(c.cfg, pl.e, pl.sink, store.FollowFromEnd)
 		if err != nil {
-			fw.tab.Unsubscribe(pl.old.sub)
 			fw.log.Error("restart changed forwarder; it stays stopped", "forward", name, "err", err)
 			continue
 		}
-		fw.run(f, pl.old.sub)
+		fw.run(f)
 		next = append(next, f)
 	}
 	for _, f := range c.removed {
-		fw.closeOne(f, false)
-		fw.log.Info("forwarder removed; its queue stays on disk", "forward", f.name)
+		fw.closeOne(f, true)
+		fw.log.Info("forwarder removed; its store follower is removed", "forward", f.name)
 	}
 	fw.list = next
 	fw.cfg = c.cfg
 }
 
-// Abort closes what Prepare opened; the running forwarders are untouched.
+// Abort closes what Prepare opened, removing the followers it created;
+// the running forwarders are untouched.
 func (c *forwardChange) Abort() {
 	for _, pl := range c.plans {
 		if pl.f != nil {
-			if err := pl.f.q.Close(); err != nil {
-				c.fw.log.Warn("close forward queue", "forward", pl.e.name, "err", err)
-			}
+			c.fw.closeOne(pl.f, true)
+			continue
 		}
 		pl.sink.close()
 	}

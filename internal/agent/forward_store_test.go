@@ -4,41 +4,17 @@ import (
 	"context"
 	"log/slog"
 	"math"
-	"os"
 	"slices"
-	"sync"
 	"testing"
+	"time"
 
 	"github.com/pith-historian/pith/internal/archive"
+	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/model"
 	"github.com/pith-historian/pith/internal/tag"
 
-	"github.com/pith-historian/pith/internal/forward"
 	"github.com/pith-historian/pith/internal/store"
 )
-
-// recordSink is a forward.Sink keeping every point it is sent.
-type recordSink struct {
-	mu  sync.Mutex
-	pts []model.Point
-}
-
-func (s *recordSink) Send(_ context.Context, b forward.Batch) error {
-	_, pts, err := forward.DecodeBatch(nil, b.Payload)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.pts = append(s.pts, pts...)
-	s.mu.Unlock()
-	return nil
-}
-
-func (s *recordSink) points() []model.Point {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.pts)
-}
 
 func testPoints(tag string, n int, t0 int64) []model.Point {
 	pts := make([]model.Point, n)
@@ -49,10 +25,9 @@ func testPoints(tag string, n int, t0 int64) []model.Point {
 }
 
 // TestImportTakesTheRoad checks the road of imports and pushed points:
-// they reach the tag table's Every subscribers (the forwarders) only once
-// the store committed them, in order, whether an import was held in memory
-// or spooled to a file; a rolled-back or refused import reaches nobody;
-// and the table's current values follow.
+// they reach the store's log, which the forwarders follow, only once the
+// store committed them, in order; a rolled-back or refused import reaches
+// nobody; and the table's current values follow.
 func TestImportTakesTheRoad(t *testing.T) {
 	db, err := store.Open(t.TempDir(), store.DefaultOptions())
 	if err != nil {
@@ -63,10 +38,12 @@ func TestImportTakesTheRoad(t *testing.T) {
 	q := archive.New(db, log, archive.DefaultOptions())
 	defer q.Close(context.Background())
 	tab := tag.New(log, tag.DefaultOptions(), q)
-	every := tab.Subscribe(tag.SubOptions{Name: "forward", Mode: tag.Every, MaxPending: 1 << 20})
-	spool := t.TempDir()
-	r := newRoad(db, tab, spool, log)
-	r.memBytes = 4 << 10 // most of an import goes through the spool file
+	fo, err := db.Follow("forward.test", store.FollowOptions{Start: store.FollowFromEnd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fo.Close()
+	r := newRoad(db, tab, log)
 	ctx := context.Background()
 
 	// Rolled back: nothing reaches the table.
@@ -84,7 +61,7 @@ func TestImportTakesTheRoad(t *testing.T) {
 		t.Fatal("NaN accepted")
 	}
 	tx.Rollback()
-	// Committed in three parts, most of it spooled.
+	// Committed in three parts.
 	var want []model.Point
 	tx = r.Begin()
 	for i := range 3 {
@@ -106,11 +83,19 @@ func TestImportTakesTheRoad(t *testing.T) {
 	}
 
 	var got []model.Point
-	for _, c := range every.Take(nil) {
-		got = append(got, model.Point{Tag: c.Tag, T: c.T, V: c.V, Q: c.Q})
+	for len(got) < len(want) {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		b, err := fo.Next(wctx, 0)
+		cancel()
+		if err != nil {
+			t.Fatalf("follower after %d points: %v", len(got), err)
+		}
+		for _, e := range b.Entries {
+			got = append(got, e.Points...)
+		}
 	}
 	if !slices.Equal(got, want) {
-		t.Fatalf("table delivered %d stored points, want %d (first %v)", len(got), len(want), got[:min(3, len(got))])
+		t.Fatalf("store log delivered %d points, want %d (first %v)", len(got), len(want), got[:min(3, len(got))])
 	}
 	for _, name := range []string{"rb", "bad"} {
 		if _, ok := tab.Lookup(name); ok {
@@ -124,9 +109,6 @@ func TestImportTakesTheRoad(t *testing.T) {
 	if cur[0].T != 5999 || cur[1].T != 9 {
 		t.Errorf("current values %+v, want imp at 5999 and push at 9", cur)
 	}
-	if ents, _ := os.ReadDir(spool); len(ents) != 0 {
-		t.Errorf("spool dir holds %d files after the import", len(ents))
-	}
 	if n, err := db.Raw("imp", 0, 6000, 0); err != nil || len(n) != 6000 {
 		t.Errorf("store holds %d imported samples (%v), want 6000", len(n), err)
 	}
@@ -134,9 +116,7 @@ func TestImportTakesTheRoad(t *testing.T) {
 		t.Errorf("store holds %d pushed samples (%v), want 10", len(n), err)
 	}
 
-	// Without an Every subscriber an import keeps only each tag's newest
-	// point for the table, and spools nothing.
-	tab.Unsubscribe(every)
+	// The table gets each tag's newest point of an import.
 	tx = r.Begin()
 	if err := tx.Add(append(testPoints("imp", 100, 10_000), testPoints("imp2", 5, 3)...)); err != nil {
 		t.Fatal(err)
@@ -146,5 +126,19 @@ func TestImportTakesTheRoad(t *testing.T) {
 	}
 	if cur, _ = tab.Latest("imp", "imp2"); cur[0].T != 10_099 || cur[1].T != 7 {
 		t.Errorf("current values %+v, want imp at 10099 and imp2 at 7", cur)
+	}
+}
+
+// TestStoreForwardMaxBytes: store.forward_max_bytes is the store's budget
+// of WAL kept for followers; 0 keeps the store's default.
+func TestStoreForwardMaxBytes(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	for _, tt := range []struct{ key, want int64 }{
+		{0, store.DefaultFollowMaxBytes},
+		{64 << 20, 64 << 20},
+	} {
+		if got := storeOptions(config.Store{ForwardMaxBytes: tt.key}, log).FollowMaxBytes; got != tt.want {
+			t.Errorf("forward_max_bytes %d: FollowMaxBytes = %d, want %d", tt.key, got, tt.want)
+		}
 	}
 }

@@ -60,14 +60,14 @@ func TestServeForwardsToNATS(t *testing.T) {
 	cctx, ccancel := context.WithCancel(ctx)
 	defer ccancel()
 	go forward.Consume(cctx, url, []string{"pith." + site + ".samples"}, "central-"+site,
-		func(s string, pts []model.Point) error {
+		forward.Handlers{Points: func(s string, pts []model.Point) error {
 			for _, pt := range pts {
 				if s == site && pt.Tag == "hx.t_out" {
 					got <- pt
 				}
 			}
 			return nil
-		}, newLogger("warn"))
+		}}, newLogger("warn"))
 	select {
 	case pt := <-got:
 		if pt.T != now || pt.V != 61.5 {

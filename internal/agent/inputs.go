@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/ingest"
@@ -39,7 +38,7 @@ func (in *inputs) Start(ctx context.Context) error {
 	cfg := in.cfg
 	// Imports and push inputs take the road through the tag table
 	// (road.go), behind their [[input]] chains.
-	wr, err := withInputChains(newRoad(in.db, in.plant.Table(), filepath.Join(cfg.Store.Dir, "forward", ".spool"), in.log),
+	wr, err := withInputChains(newRoad(in.db, in.plant.Table(), in.log),
 		cfg, in.db, in.log)
 	if err != nil {
 		return err

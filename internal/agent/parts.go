@@ -57,6 +57,9 @@ func storeOptions(c config.Store, log *slog.Logger) store.Options {
 	}
 	o.RetentionRaw = c.RetentionRaw.Std()
 	o.RetentionRollups = c.RetentionRollups.Std()
+	if c.ForwardMaxBytes > 0 {
+		o.FollowMaxBytes = c.ForwardMaxBytes
+	}
 	return o
 }
 

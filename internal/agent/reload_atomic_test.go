@@ -215,7 +215,8 @@ func (r *reloadRig) checkReloadApplies() {
 
 // TestReloadRefusedForwarderAppliesNothing reloads configs that pass
 // `pith check-config` but whose new forwarder cannot start: its database
-// unreachable, or its queue directory blocked by a plain file. The
+// unreachable, or its store follower's cursor file blocked by a directory.
+// The
 // reload is refused and nothing of the new config is in force.
 func TestReloadRefusedForwarderAppliesNothing(t *testing.T) {
 	for _, tc := range []struct {
@@ -228,11 +229,11 @@ func TestReloadRefusedForwarderAppliesNothing(t *testing.T) {
 			want:    "forward pg",
 		},
 		{
-			name:    "queue directory blocked",
+			name:    "follower cursor blocked",
 			forward: "[[forward.http]]\nname = \"blocked\"\nurl = \"http://127.0.0.1:1/\"\n",
 			want:    "forward blocked",
 			setup: func(r *reloadRig) {
-				if err := os.WriteFile(filepath.Join(r.dir, "data", "forward", "blocked"), []byte("x"), 0o644); err != nil {
+				if err := os.MkdirAll(filepath.Join(r.dir, "data", "followers", "forward.blocked", "x"), 0o755); err != nil {
 					t.Fatal(err)
 				}
 			},

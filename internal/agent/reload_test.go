@@ -186,17 +186,24 @@ func TestReloadForwarders(t *testing.T) {
 		}
 	}
 	v := 0.0
+	t0 := time.Now().UnixMilli()
 	put := func(n int) {
 		t.Helper()
 		for range n {
 			v++
-			if _, err := p.Table().UpdatePoints([]model.Point{{Tag: "demo.v", T: time.Now().UnixMilli(), V: v}}, true, "test"); err != nil {
+			// One millisecond apart: each value is a sample of its own.
+			if _, err := p.Table().UpdatePoints([]model.Point{{Tag: "demo.v", T: t0 + int64(v), V: v}}, true, "test"); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 
 	put(3) // no forwarder yet
+	// A forwarder added by a reload forwards what the store commits from
+	// then on: wait until these are stored (the archive writes behind the
+	// table).
+	stored := &instance{base: url}
+	waitUntil(t, "3 values stored", func() bool { return stored.count(t, "demo.v", t0, t0+1000) == 3 })
 	write(base + fwd(a.srv.URL))
 	reload()
 	put(5)
@@ -207,8 +214,16 @@ func TestReloadForwarders(t *testing.T) {
 	put(7)
 	waitUntil(t, "7 values at b", func() bool { return b.rows.Load() >= 7 })
 
+	cursor := filepath.Join(dir, "data", "followers", "forward.up")
+	if _, err := os.Stat(cursor); err != nil {
+		t.Errorf("changed forwarder's follower cursor: %v", err)
+	}
+
 	write(base) // removed
 	reload()
+	if _, err := os.Stat(cursor); !os.IsNotExist(err) {
+		t.Errorf("removed forwarder's follower cursor still there (%v): it holds the WAL", err)
+	}
 	before := b.rows.Load()
 	put(4)
 	time.Sleep(300 * time.Millisecond)

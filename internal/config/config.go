@@ -280,6 +280,11 @@ type Store struct {
 	// RetentionRollups is how long rollup tiers are kept; 0 keeps them
 	// forever.
 	RetentionRollups Duration `toml:"retention_rollups"`
+	// ForwardMaxBytes bounds the write-ahead log kept for the forwarders
+	// (store followers) beyond what the store needs itself; past it the
+	// oldest unsent values are released and counted as dropped. 0 is
+	// 1 GiB.
+	ForwardMaxBytes int64 `toml:"forward_max_bytes"`
 }
 
 // Defaults of the values Default and Parse fill in.

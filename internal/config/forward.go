@@ -5,10 +5,11 @@ import (
 	"strings"
 )
 
-// Forward lists the upstreams values are forwarded to. Each forwarder has
-// its own disk-backed queue (DATA/forward/<name>), fed with every change of
-// the tag table and every imported or pushed value; forwarder names are
-// unique across all kinds.
+// Forward lists the upstreams values are forwarded to. Each forwarder is a
+// follower of the store's write-ahead log ("forward.<name>"): it sends what
+// the store committed (acquired, pushed and imported values, deletes) and
+// moves its durable cursor once the upstream confirmed it. Forwarder names
+// are unique across all kinds.
 type Forward struct {
 	NATS     []ForwardNATS     `toml:"nats"`
 	Postgres []ForwardPostgres `toml:"postgres"`
@@ -16,20 +17,27 @@ type Forward struct {
 	HTTP     []ForwardHTTP     `toml:"http"`
 }
 
-// ForwardQueue holds the queue keys every forwarder kind has; each kind
-// embeds it, so its keys sit in the forwarder's own table. Zero values
-// take the queue's defaults (1 GiB, 7 days, drop_oldest).
+// ForwardQueue holds the backlog keys every forwarder kind has; each kind
+// embeds it, so its keys sit in the forwarder's own table. The backlog is
+// the store's write-ahead log, held for the forwarder within
+// store.forward_max_bytes; these keys release it earlier while the
+// upstream fails. Zero values release nothing.
 type ForwardQueue struct {
-	// MaxBytes caps the encoded bytes of unsent values; 0 is 1 GiB.
+	// MaxBytes releases unsent values, oldest first, while the upstream
+	// fails and the forwarder's unsent log exceeds it; 0 leaves only
+	// store.forward_max_bytes.
 	MaxBytes int64 `toml:"max_bytes"`
-	// MaxAge drops unsent values older than this; 0 is 7 days.
+	// MaxAge releases unsent values older than this (by their time
+	// stamps) while the upstream fails; 0 never.
 	MaxAge Duration `toml:"max_age"`
-	// Overflow is what happens at MaxBytes: "drop_oldest" (the default)
-	// or "reject_new".
+	// Overflow is what happens past a limit: "drop_oldest", the only
+	// policy a log allows (what the store committed cannot be refused).
 	Overflow string `toml:"overflow"`
 }
 
-// Overflow policies accepted by the forwarders' overflow key.
+// Overflow policies of the forwarders' overflow key. OverflowRejectNew
+// is refused: a forwarder reads the store's log, which cannot refuse a
+// value the store committed.
 const (
 	OverflowDropOldest = "drop_oldest"
 	OverflowRejectNew  = "reject_new"
@@ -133,15 +141,17 @@ func (f *Forward) validate(add func(key, format string, args ...any)) {
 			names[name] = at
 		}
 		if q.MaxBytes < 0 {
-			add(at+".max_bytes", "must not be negative (0 is 1 GiB), got %d", q.MaxBytes)
+			add(at+".max_bytes", "must not be negative (0 releases nothing), got %d", q.MaxBytes)
 		}
 		if q.MaxAge < 0 {
-			add(at+".max_age", "must not be negative (0 is 7 days), got %s", q.MaxAge)
+			add(at+".max_age", "must not be negative (0 releases nothing), got %s", q.MaxAge)
 		}
 		switch q.Overflow {
-		case "", OverflowDropOldest, OverflowRejectNew:
+		case "", OverflowDropOldest:
+		case OverflowRejectNew:
+			add(at+".overflow", "%q no longer applies: forwarders read the store's log, which cannot refuse a value the store committed; remove the key or use %q", q.Overflow, OverflowDropOldest)
 		default:
-			add(at+".overflow", "unknown policy %q (want drop_oldest or reject_new)", q.Overflow)
+			add(at+".overflow", "unknown policy %q (want drop_oldest)", q.Overflow)
 		}
 	}
 	for i, x := range f.NATS {

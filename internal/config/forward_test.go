@@ -21,7 +21,7 @@ url = "postgres://postgres@127.0.0.1:5432/test"
 table = "public.pith_samples"
 max_bytes = 1000
 max_age = "1h"
-overflow = "reject_new"
+overflow = "drop_oldest"
 [[forward.mqtt]]
 name = "c"
 url = "tcp://127.0.0.1:1883"
@@ -51,12 +51,22 @@ url = "tcp://127.0.0.1:1883"
 prefix = "p"
 overflow = "block"
 `, `forward.mqtt[0].overflow: unknown policy "block"`},
+		{"reject_new refused", `
+[[forward.http]]
+name = "h"
+url = "http://127.0.0.1:8081"
+overflow = "reject_new"
+`, `forward.http[0].overflow: "reject_new" no longer applies`},
 		{"negative max_bytes", `
 [[forward.nats]]
 name = "n"
 url = "nats://127.0.0.1:4222"
 max_bytes = -1
 `, "forward.nats[0].max_bytes: must not be negative"},
+		{"negative store.forward_max_bytes", `
+[store]
+forward_max_bytes = -1
+`, "store.forward_max_bytes: must not be negative"},
 		{"mqtt wildcard prefix", `
 [[forward.mqtt]]
 name = "m"

@@ -1,10 +1,10 @@
-// Package forward is Pith's store-and-forward: a disk-backed queue of
-// point batches per upstream, kept in order, that lets a batch go only
-// after the upstream confirmed it, and the sinks that send batches to
-// other engines (NATS JetStream).
+// Package forward moves what the store committed to other engines: the
+// Forwarder, which reads a store follower and acknowledges it only after
+// the upstream confirmed, the sinks (NATS JetStream, PostgreSQL, MQTT,
+// another Pith over HTTP), and the central consumer of JetStream.
 //
-// The batch encoding, which is both the queue record and the message
-// payload, is documented in docs/format/forward.md.
+// The batch encoding (the NATS message payload) and what each sink sends
+// are documented in docs/format/forward.md.
 package forward
 
 import (

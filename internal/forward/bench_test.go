@@ -3,6 +3,7 @@ package forward
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,8 +15,8 @@ import (
 )
 
 // BenchmarkForwardNATS measures values forwarded per second from one edge:
-// Enqueue (relaxed WAL) of 10,000-point batches to publish acks from
-// JetStream, including the drain at the end. Run it with
+// store writes of 10,000-point batches read back by the follower and
+// published to JetStream, including the drain at the end. Run it with
 //
 //	PITH_TEST_NATS=nats://127.0.0.1:4222 go test -run x -bench ForwardNATS -benchtime 200x ./internal/forward/
 func BenchmarkForwardNATS(b *testing.B) {
@@ -23,75 +24,61 @@ func BenchmarkForwardNATS(b *testing.B) {
 	site := testSite(b)
 	sink := newNATSSink(b, url, site)
 	defer sink.Close()
-	o := DefaultOptions()
-	o.Site = site
-	q, err := Open(b.TempDir(), o, sink, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer q.Close()
+	h := openForwarder(b, b.TempDir(), testOptions(site), sink)
 	pts := benchPoints()
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if err := q.Enqueue(ctx, pts); err != nil {
+		if err := h.db.Write(ctx, pts); err != nil {
 			b.Fatal(err)
 		}
 	}
-	for q.Stats().Backlog > 0 {
-		time.Sleep(time.Millisecond)
-	}
+	h.drained()
 	b.StopTimer()
-	st := q.Stats()
+	st := h.f.Stats()
 	b.ReportMetric(float64(st.Sent)/b.Elapsed().Seconds(), "values/s")
 	b.ReportMetric(float64(st.Errors), "errors")
-	b.ReportMetric(float64(st.Sent)/float64(b.N), "values/op")
+	h.close()
 	if ids, _ := streamMessages(b, url, sink.Subject()); len(ids) != b.N {
-		b.Fatalf("stream holds %d batches, want %d", len(ids), b.N)
+		b.Fatalf("stream holds %d messages, want %d", len(ids), b.N)
 	}
 }
 
 // BenchmarkDrainBacklogNATS measures the catch-up after an outage: b.N
-// batches of 10,000 points queued on disk while the upstream was away are
-// read back from the WAL and sent after a restart. Run it with
+// writes of 10,000 points held in the store's WAL while the upstream was
+// away are read back by the follower and sent after a restart. Run it
+// with
 //
 //	PITH_TEST_NATS=nats://127.0.0.1:4222 go test -run x -bench DrainBacklogNATS -benchtime 600x ./internal/forward/
 func BenchmarkDrainBacklogNATS(b *testing.B) {
 	url := natsURL(b)
 	site := testSite(b)
 	dir := b.TempDir()
-	o := DefaultOptions()
-	o.Site = site
-	q, err := Open(dir, o, &fakeSink{down: true}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	o := testOptions(site)
+	h := openForwarder(b, dir, o, &fakeSink{down: true})
 	pts := benchPoints()
-	for range b.N {
-		if err := q.Enqueue(context.Background(), pts); err != nil {
+	for i := range b.N {
+		batch := slices.Clone(pts)
+		for j := range batch {
+			batch[j].T += int64(i) * 100_000
+		}
+		if err := h.db.Write(context.Background(), batch); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if err := q.Close(); err != nil {
-		b.Fatal(err)
-	}
+	h.close()
 	sink := newNATSSink(b, url, site)
 	defer sink.Close()
 	b.ReportAllocs()
 	b.ResetTimer()
-	q, err = Open(dir, o, sink, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer q.Close()
-	for q.Stats().Backlog > 0 {
-		time.Sleep(time.Millisecond)
-	}
+	h = openForwarder(b, dir, o, sink)
+	h.drained()
 	b.StopTimer()
-	b.ReportMetric(float64(q.Stats().Sent)/b.Elapsed().Seconds(), "values/s")
+	b.ReportMetric(float64(h.f.Stats().Sent)/b.Elapsed().Seconds(), "values/s")
+	h.close()
 	if ids, _ := streamMessages(b, url, sink.Subject()); len(ids) != b.N {
-		b.Fatalf("stream holds %d batches, want %d", len(ids), b.N)
+		b.Fatalf("stream holds %d messages, want %d", len(ids), b.N)
 	}
 }
 
@@ -106,9 +93,8 @@ func BenchmarkConsumeNATS(b *testing.B) {
 	sink := newNATSSink(b, url, site)
 	defer sink.Close()
 	pts := benchPoints()
-	payload := EncodeBatch(1, pts)
 	for i := range b.N {
-		if err := sink.Send(context.Background(), Batch{ID: fmt.Sprintf("%s-%d", site, i), Payload: payload, Points: len(pts)}); err != nil {
+		if err := sink.Send(context.Background(), pointsBatch(fmt.Sprintf("%s-%d", site, i), pts)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -119,10 +105,10 @@ func BenchmarkConsumeNATS(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	go func() {
-		done <- Consume(ctx, url, []string{sink.Subject()}, "bench"+site, func(_ string, p []model.Point) error {
+		done <- Consume(ctx, url, []string{sink.Subject()}, "bench"+site, Handlers{Points: func(_ string, p []model.Point) error {
 			n.Add(int64(len(p)))
 			return nil
-		}, nil)
+		}}, nil)
 	}()
 	for n.Load() < int64(b.N*len(pts)) {
 		time.Sleep(time.Millisecond)
@@ -145,23 +131,25 @@ type discardSink struct{}
 
 func (discardSink) Send(context.Context, Batch) error { return nil }
 
-// BenchmarkEnqueue measures the edge's cost of queueing: encoding and a
-// relaxed-durability WAL append of 10,000-point batches, with a sink that
-// confirms at once. Run it with
+// BenchmarkForwarder measures the edge's cost of forwarding apart from
+// the upstream: store writes of 10,000-point batches, read back from the
+// WAL by the follower and acknowledged, with a sink that confirms at once.
+// Run it with
 //
-//	go test -run x -bench Enqueue ./internal/forward/
-func BenchmarkEnqueue(b *testing.B) {
-	q, err := Open(b.TempDir(), func() Options { o := DefaultOptions(); o.Site = "bench"; return o }(), discardSink{}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer q.Close()
+//	go test -run x -bench 'Forwarder$' ./internal/forward/
+func BenchmarkForwarder(b *testing.B) {
+	h := openForwarder(b, b.TempDir(), testOptions("bench"), discardSink{})
 	pts := benchPoints()
 	b.ReportAllocs()
-	for b.Loop() {
-		if err := q.Enqueue(context.Background(), pts); err != nil {
+	for i := 0; b.Loop(); i++ {
+		batch := slices.Clone(pts)
+		for j := range batch {
+			batch[j].T += int64(i) * 100_000
+		}
+		if err := h.db.Write(context.Background(), batch); err != nil {
 			b.Fatal(err)
 		}
 	}
+	h.drained()
 	b.ReportMetric(float64(b.N)*float64(len(pts))/b.Elapsed().Seconds(), "values/s")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,27 +21,39 @@ const (
 	consumeAckWait    = 60 * time.Second // redelivery of a message neither acked nor nakked
 	consumeNakDelay   = 2 * time.Second  // redelivery delay after a sink error
 	consumeMaxPending = 1024             // unacknowledged messages per consumer
-	consumeAckTimeout = 5 * time.Second  // longest wait for the server to confirm an ack
 )
 
 // SinkFunc receives the points of one batch published by site. Returning
 // nil means the points are durable: the message is then acknowledged.
 type SinkFunc func(site string, pts []model.Point) error
 
+// DeleteFunc applies a delete published by site: the samples of tag (as
+// the site names it) in [from, to), Unix ms. Returning nil means the
+// delete is durable: the message is then acknowledged.
+type DeleteFunc func(site, tag string, from, to int64) error
+
+// Handlers are what Consume calls for each message.
+type Handlers struct {
+	Points SinkFunc   // a batch of points; required
+	Delete DeleteFunc // a delete; nil acknowledges and logs delete messages unapplied
+}
+
 // Consume pulls batches from the JetStream stream holding subjects with
 // the durable pull consumer named durable (created or updated), and calls
-// sink with the points of each. A message is acknowledged (and the ack
-// confirmed by the server) only after sink returned nil; after a sink
-// error it is redelivered later, so sink sees every batch at least once
-// and must tolerate repeats (the store does). A payload that does not
+// h.Points with their points, those of consecutive messages of one site
+// together. A message is acknowledged only after h.Points returned nil;
+// after an error, or a lost ack, it is delivered again later, so h sees
+// every batch at least once and must tolerate repeats (the store does). A
+// delete message (header Pith-Op: delete, see docs/format/forward.md)
+// goes to h.Delete, after the points before it. A message that does not
 // decode is terminated and logged. Several processes consuming with the
 // same durable share the work. Consume returns when ctx is done.
-func Consume(ctx context.Context, url string, subjects []string, durable string, sink SinkFunc, log *slog.Logger) error {
+func Consume(ctx context.Context, url string, subjects []string, durable string, h Handlers, log *slog.Logger) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if len(subjects) == 0 || durable == "" {
-		return errors.New("consume: subjects and durable name are required")
+	if len(subjects) == 0 || durable == "" || h.Points == nil {
+		return errors.New("consume: subjects, durable name and points handler are required")
 	}
 	nc, err := nats.Connect(url, nats.Name("pith-central-"+durable), nats.MaxReconnects(-1))
 	if err != nil {
@@ -77,52 +90,152 @@ func Consume(ctx context.Context, url string, subjects []string, durable string,
 	// its own inbox, closed when the client gives up on it, and a message
 	// the server delivers to that inbox a moment later (a loaded machine
 	// delays the server's expiry notice past the client's own) is lost
-	// until its AckWait, a minute on. Consume keeps one inbox, pulls ahead
-	// into it and calls the handler from one goroutine; its subscription
-	// buffers in the client (not in a channel of exactly the pull size,
-	// which drops messages as a "slow consumer" when it is full).
-	var pts []model.Point // the handler's, which runs in one goroutine
-	handle := func(m jetstream.Msg) {
-		site := siteOf(m.Subject())
-		var err error
-		_, pts, err = DecodeBatch(pts[:0], m.Data())
-		if err != nil {
-			log.Error("terminating undecodable message", "subject", m.Subject(), "err", err)
-			if err := m.Term(); err != nil {
-				log.Warn("terminate message", "err", err)
-			}
-			return
-		}
-		if err := sink(site, pts); err != nil {
-			log.Warn("sink refused batch; redelivering later", "site", site, "points", len(pts), "err", err)
-			if err := m.NakWithDelay(consumeNakDelay); err != nil {
-				log.Warn("nak message", "err", err)
-			}
-			return
-		}
-		// The sink stored the batch: acknowledge it even while Consume is
-		// stopping, or it would come again after AckWait.
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), consumeAckTimeout)
-		err = m.DoubleAck(actx)
-		cancel()
-		if err != nil {
-			// The batch will come again; the sink tolerates repeats.
-			log.Warn("ack message", "err", err)
-		}
-	}
-	cc, err := cons.Consume(handle, jetstream.PullMaxMessages(consumeFetch),
+	// until its AckWait, a minute on. Consume keeps one inbox and pulls
+	// ahead into it; its callback subscription buffers in the client (the
+	// Messages iterator's channel of exactly the pull size drops messages
+	// as a "slow consumer" when it is full). The callback only hands each
+	// message to this goroutine, through a channel that holds every
+	// message the server may have unacknowledged, so it never blocks.
+	in := make(chan jetstream.Msg, consumeMaxPending)
+	cc, err := cons.Consume(func(m jetstream.Msg) { in <- m }, jetstream.PullMaxMessages(consumeFetch),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && !errors.Is(err, nats.ErrTimeout) {
 				log.Warn("pull from jetstream", "err", err)
 			}
 		}))
 	if err != nil {
 		return fmt.Errorf("pull from consumer %s: %w", durable, err)
 	}
-	<-ctx.Done()
-	cc.Stop()
-	<-cc.Closed()
-	return nil
+	defer func() {
+		cc.Stop()
+		<-cc.Closed()
+	}()
+	g := &consumeGroup{h: h, log: log}
+	for {
+		var m jetstream.Msg
+		select {
+		case m = <-in:
+		default:
+			// Nothing more has arrived: store what is held rather than
+			// wait for more.
+			g.flush(ctx)
+			select {
+			case m = <-in:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		g.add(ctx, m)
+	}
+}
+
+// consumeGroupPoints bounds the points of one site stored by one
+// h.Points call.
+const consumeGroupPoints = 1 << 16
+
+// consumeGroup gathers the points of consecutive messages of one site, so
+// that a backlog of many small messages costs one store write per group
+// rather than one per message.
+type consumeGroup struct {
+	h    Handlers
+	log  *slog.Logger
+	site string
+	msgs []jetstream.Msg
+	pts  []model.Point
+}
+
+// add takes m into the group, storing the group first when m is of
+// another site, a delete or would make it too large.
+func (g *consumeGroup) add(ctx context.Context, m jetstream.Msg) {
+	site := siteOf(m.Subject())
+	if len(g.msgs) > 0 && (site != g.site || len(g.pts) >= consumeGroupPoints) {
+		g.flush(ctx)
+	}
+	if m.Headers().Get(natsOpHeader) == natsOpDelete {
+		g.flush(ctx)
+		consumeDelete(ctx, m, g.h, g.log)
+		return
+	}
+	n := len(g.pts)
+	var err error
+	if _, g.pts, err = DecodeBatch(g.pts, m.Data()); err != nil {
+		g.pts = g.pts[:n]
+		terminate(m, err, g.log)
+		return
+	}
+	g.site = site
+	g.msgs = append(g.msgs, m)
+}
+
+// flush stores the group's points and acknowledges its messages, or naks
+// them for a later redelivery when the store refuses.
+func (g *consumeGroup) flush(ctx context.Context) {
+	if len(g.msgs) == 0 {
+		return
+	}
+	defer func() { g.msgs, g.pts = g.msgs[:0], g.pts[:0] }()
+	if err := g.h.Points(g.site, g.pts); err != nil {
+		g.log.Warn("sink refused messages; redelivering later", "site", g.site, "messages", len(g.msgs), "points", len(g.pts), "err", err)
+		for _, m := range g.msgs {
+			if err := m.NakWithDelay(consumeNakDelay); err != nil {
+				g.log.Warn("nak message", "err", err)
+			}
+		}
+		return
+	}
+	// A plain ack, not waiting for the server's answer: a lost ack
+	// redelivers the message after consumeAckWait, and the store takes
+	// the repeat as it is.
+	for _, m := range g.msgs {
+		if err := m.Ack(); err != nil {
+			g.log.Warn("ack message", "err", err)
+		}
+	}
+}
+
+// consumeDelete applies the delete message m with h and acknowledges it,
+// or naks it for a later redelivery when h fails, or terminates it when it
+// does not decode.
+func consumeDelete(ctx context.Context, m jetstream.Msg, h Handlers, log *slog.Logger) {
+	site := siteOf(m.Subject())
+	d, err := decodeDelete(m.Headers())
+	if err != nil {
+		terminate(m, err, log)
+		return
+	}
+	if h.Delete == nil {
+		log.Warn("no delete handler; delete message acknowledged unapplied", "site", site, "tag", d.Tag, "from", d.From, "to", d.To)
+	} else if err := h.Delete(site, d.Tag, d.From, d.To); err != nil {
+		log.Warn("sink refused delete; redelivering later", "site", site, "tag", d.Tag, "from", d.From, "to", d.To, "err", err)
+		if err := m.NakWithDelay(consumeNakDelay); err != nil {
+			log.Warn("nak message", "err", err)
+		}
+		return
+	}
+	if err := m.DoubleAck(ctx); err != nil {
+		// The message will come again; deletes are idempotent.
+		log.Warn("ack message", "err", err)
+	}
+}
+
+// terminate ends the deliveries of a message that does not decode.
+func terminate(m jetstream.Msg, err error, log *slog.Logger) {
+	log.Error("terminating undecodable message", "subject", m.Subject(), "err", err)
+	if err := m.Term(); err != nil {
+		log.Warn("terminate message", "err", err)
+	}
+}
+
+// decodeDelete reads the headers of a delete message.
+func decodeDelete(h nats.Header) (Delete, error) {
+	d := Delete{Tag: h.Get(natsTagHeader)}
+	from, err1 := strconv.ParseInt(h.Get(natsFromHeader), 10, 64)
+	to, err2 := strconv.ParseInt(h.Get(natsToHeader), 10, 64)
+	if d.Tag == "" || err1 != nil || err2 != nil || from >= to {
+		return d, fmt.Errorf("read delete message: %w: tag %q, range %q to %q", ErrBadBatch, d.Tag, h.Get(natsFromHeader), h.Get(natsToHeader))
+	}
+	d.From, d.To = from, to
+	return d, nil
 }
 
 // siteOf returns the site part of a pith.<site>.samples subject.

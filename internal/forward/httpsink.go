@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pith-historian/pith/internal/model"
@@ -22,6 +23,8 @@ import (
 // Defaults and limits of the HTTP sink. See docs/format/forward.md.
 const (
 	HTTPImportPath     = "/api/v1/import" // appended to HTTPOptions.URL
+	HTTPDeletePath     = "/api/v1/data"   // appended to HTTPOptions.URL for forwarded deletes
+	HTTPBatchHeader    = "Pith-Batch-Id"  // the entry ids of a request, for an upstream that dedupes
 	httpTimeout        = 60 * time.Second // one whole request, upload and answer
 	httpDialTimeout    = 5 * time.Second  // TCP connect
 	httpIdleConnTime   = 90 * time.Second // keep-alive of an idle connection
@@ -38,7 +41,8 @@ type HTTPOptions struct {
 }
 
 // HTTPSink forwards batches to another Pith through its import API: one
-// POST of gzipped CSV rows tag,unix_ms,value[,quality] per batch (the
+// POST of gzipped CSV rows tag,unix_ms,value[,quality] per run of points
+// (the
 // quality only when not good). The import is atomic and stores the last
 // point of a tag and time, so a resent batch stores the same data again
 // and nothing twice.
@@ -50,10 +54,12 @@ type HTTPOptions struct {
 // are retried. Send and Close may be called from any goroutine; sends
 // are serialised.
 type HTTPSink struct {
-	opts   HTTPOptions
-	log    *slog.Logger
-	target string // the import URL
-	client *http.Client
+	opts      HTTPOptions
+	log       *slog.Logger
+	target    string // the import URL
+	deleteURL string // the delete URL
+	skipped   atomic.Uint64
+	client    *http.Client
 
 	mu     sync.Mutex
 	pts    []model.Point
@@ -93,59 +99,119 @@ func NewHTTPSink(opts HTTPOptions, log *slog.Logger) (*HTTPSink, error) {
 		DisableCompression: true,
 	}
 	return &HTTPSink{
-		opts:   opts,
-		log:    log,
-		target: strings.TrimSuffix(u.String(), "/") + HTTPImportPath,
-		client: &http.Client{Transport: tr, Timeout: httpTimeout},
-		names:  make(map[string]string),
-		zw:     zw,
+		opts:      opts,
+		log:       log,
+		target:    strings.TrimSuffix(u.String(), "/") + HTTPImportPath,
+		deleteURL: strings.TrimSuffix(u.String(), "/") + HTTPDeletePath,
+		client:    &http.Client{Transport: tr, Timeout: httpTimeout},
+		names:     make(map[string]string),
+		zw:        zw,
 	}, nil
 }
 
 // Target returns the URL batches are posted to.
 func (s *HTTPSink) Target() string { return s.target }
 
-// Send posts the points of b and returns nil once the other Pith
-// answered 2xx, that is once they are durable there.
+// Send applies the entries of b in order and returns nil once the other
+// Pith answered 2xx to each, that is once they are durable there: each run
+// of point entries as one import (header Pith-Batch-Id: the run's entry
+// ids, see docs/format/forward.md), each delete as DELETE /api/v1/data.
+// A delete the other Pith's key may not make (401, 403) is skipped,
+// counted (SkippedDeletes) and logged; one of an unknown tag (404) has
+// nothing to delete.
 func (s *HTTPSink) Send(ctx context.Context, b Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return errors.New("send over http: sink closed")
 	}
-	var err error
-	_, s.pts, err = DecodeBatch(s.pts[:0], b.Payload)
-	if err != nil {
-		return fmt.Errorf("decode batch %s: %w: %w", b.ID, ErrPermanent, err)
+	for _, run := range runs(b.Entries) {
+		if d := run[0].Delete; d != nil {
+			if err := s.sendDelete(ctx, run[0].ID, d); err != nil {
+				return err
+			}
+			continue
+		}
+		s.pts = s.pts[:0]
+		for i := range run {
+			s.pts = append(s.pts, run[i].Points...)
+		}
+		if err := s.sendPoints(ctx, runID(run), s.pts); err != nil {
+			return err
+		}
 	}
-	if err := s.encode(s.pts); err != nil {
-		return fmt.Errorf("encode batch %s: %w", b.ID, err)
+	return nil
+}
+
+// sendPoints imports pts, the points of the entries id names.
+func (s *HTTPSink) sendPoints(ctx context.Context, id string, pts []model.Point) error {
+	if len(pts) == 0 {
+		return nil
+	}
+	if err := s.encode(pts); err != nil {
+		return fmt.Errorf("encode batch %s: %w", id, err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.target, bytes.NewReader(s.body.Bytes()))
 	if err != nil {
-		return fmt.Errorf("post batch %s: %w", b.ID, err)
+		return fmt.Errorf("post batch %s: %w", id, err)
 	}
 	req.Header.Set("Content-Type", "text/csv")
 	req.Header.Set("Content-Encoding", "gzip")
+	req.Header.Set(HTTPBatchHeader, id)
+	code, err := s.do(req, "post batch "+id)
+	if err != nil && httpPermanent(code) {
+		return fmt.Errorf("%w: %w", ErrPermanent, err)
+	}
+	return err
+}
+
+// sendDelete applies the delete entry id.
+func (s *HTTPSink) sendDelete(ctx context.Context, id string, d *Delete) error {
+	q := url.Values{}
+	q.Set("tag", siteTag(s.opts.Site, d.Tag))
+	q.Set("from", strconv.FormatInt(d.From, 10))
+	q.Set("to", strconv.FormatInt(d.To, 10))
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, s.deleteURL+"?"+q.Encode(), nil)
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", id, err)
+	}
+	req.Header.Set(HTTPBatchHeader, id)
+	code, err := s.do(req, "delete "+id)
+	switch {
+	case err == nil, code == http.StatusNotFound:
+		return nil
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		s.skipped.Add(1)
+		s.log.Warn("upstream refused a forwarded delete; skipped (its key needs the admin scope)", "entry", id, "tag", d.Tag, "from", d.From, "to", d.To, "err", err)
+		return nil
+	case httpPermanent(code):
+		return fmt.Errorf("%w: %w", ErrPermanent, err)
+	}
+	return err
+}
+
+// SkippedDeletes returns how many deletes the upstream's key could not
+// make.
+func (s *HTTPSink) SkippedDeletes() uint64 { return s.skipped.Load() }
+
+// do sends req with the key and returns the status code and, unless it is
+// 2xx, an error starting with what.
+func (s *HTTPSink) do(req *http.Request, what string) (int, error) {
 	if s.opts.Key != "" {
 		req.Header.Set("Authorization", "Bearer "+s.opts.Key)
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("post batch %s: %w", b.ID, err)
+		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, httpMaxErrorBody))
 	// Drain a little more so the connection can be reused.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return nil
+		return resp.StatusCode, nil
 	}
-	err = fmt.Errorf("post batch %s: %s: %s", b.ID, resp.Status, bytes.TrimSpace(msg))
-	if httpPermanent(resp.StatusCode) {
-		return fmt.Errorf("%w: %w", ErrPermanent, err)
-	}
-	return err
+	return resp.StatusCode, fmt.Errorf("%s: %s: %s", what, resp.Status, bytes.TrimSpace(msg))
 }
 
 // httpPermanent reports whether an answer with status code refuses the

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,8 +21,8 @@ import (
 )
 
 // centralPith serves the API of a real store over HTTP, guarded by one
-// write key, and returns its URL, the key and the store.
-func centralPith(t *testing.T) (string, string, *store.DB) {
+// key of scope, and returns its URL, the key and the store.
+func centralPith(t *testing.T, scope api.Scope) (string, string, *store.DB) {
 	t.Helper()
 	opts := store.DefaultOptions()
 	opts.Logger = slog.New(slog.DiscardHandler)
@@ -31,7 +32,7 @@ func centralPith(t *testing.T) (string, string, *store.DB) {
 	}
 	t.Cleanup(func() { db.Close() })
 	plain, hash := api.GenerateKey()
-	auth, err := api.NewAuth([]api.Key{{Name: "edge", Hash: hash, Scope: api.ScopeWrite}}, nil)
+	auth, err := api.NewAuth([]api.Key{{Name: "edge", Hash: hash, Scope: scope}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func storedRows(t *testing.T, db *store.DB, tags ...string) []model.Point {
 }
 
 func TestHTTPSinkRoundTrip(t *testing.T) {
-	url, key, db := centralPith(t)
+	url, key, db := centralPith(t, api.ScopeWrite)
 	s := newHTTPSink(t, HTTPOptions{URL: url + "/", Key: key, Site: "edge1"})
 	if got, want := s.Target(), url+"/api/v1/import"; got != want {
 		t.Errorf("target %q, want %q", got, want)
@@ -102,7 +103,7 @@ func TestHTTPSinkRoundTrip(t *testing.T) {
 }
 
 func TestHTTPSinkRefusals(t *testing.T) {
-	url, key, db := centralPith(t)
+	url, key, db := centralPith(t, api.ScopeWrite)
 	now := time.Now().UnixMilli()
 	good := []model.Point{{Tag: "a", T: now, V: 1}}
 
@@ -126,8 +127,10 @@ func TestHTTPSinkRefusals(t *testing.T) {
 	if _, err := db.Raw("a", 0, math.MaxInt64/2, 10); !errors.Is(err, store.ErrUnknownTag) {
 		t.Errorf("after a refused import, tag a: %v, want unknown", err)
 	}
-	if err := s.Send(context.Background(), Batch{ID: "x-1-20", Payload: []byte{1, 2}}); !errors.Is(err, ErrPermanent) {
-		t.Errorf("send of a damaged batch: %v, want ErrPermanent", err)
+	// A delete the write key may not make is skipped and counted.
+	del := Batch{ID: "x-1-20", Entries: []Entry{{ID: "x-1-20", Delete: &Delete{Tag: "a", From: 0, To: now}}}}
+	if err := s.Send(context.Background(), del); err != nil || s.SkippedDeletes() != 1 {
+		t.Errorf("send of a delete with a write key: %v, %d skipped; want nil, 1", err, s.SkippedDeletes())
 	}
 
 	// Status codes from a stand-in server.
@@ -169,32 +172,26 @@ func TestHTTPSinkRefusals(t *testing.T) {
 	}
 }
 
-// TestHTTPSinkQueue forwards through a queue, as pith serve does, in
-// batches of the largest size.
-func TestHTTPSinkQueue(t *testing.T) {
-	url, key, db := centralPith(t)
+// TestHTTPSinkForwarder forwards from a store, as pith serve does, in
+// batches of the largest size, then a delete.
+func TestHTTPSinkForwarder(t *testing.T) {
+	url, key, db := centralPith(t, api.ScopeAdmin)
 	s := newHTTPSink(t, HTTPOptions{URL: url, Key: key, Site: "edge6"})
-	o := DefaultOptions()
-	o.Site = "edge6"
-	q, err := Open(t.TempDir(), o, s, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := openForwarder(t, t.TempDir(), testOptions("edge6"), s)
 	now := time.Now().UnixMilli()
 	var all []model.Point
 	for i := range 25_000 {
 		all = append(all, model.Point{Tag: fmt.Sprintf("u%d.v", i%3), T: now + int64(i), V: float64(i)})
 	}
-	if err := q.Enqueue(context.Background(), all); err != nil {
+	if err := h.db.Write(context.Background(), all); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for q.Stats().Backlog > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := q.Close(); err != nil {
+	if _, err := h.db.Delete(context.Background(), "u0.v", now, now+300); err != nil {
 		t.Fatal(err)
 	}
+	all = slices.DeleteFunc(all, func(p model.Point) bool { return p.Tag == "u0.v" && p.T < now+300 })
+	h.drained()
+	h.close()
 	checkRows(t, storedRows(t, db, "edge6.u0.v", "edge6.u1.v", "edge6.u2.v"), wantRows("edge6", all))
 }
 
@@ -243,8 +240,7 @@ func BenchmarkHTTPSink(b *testing.B) {
 		for i := range pts {
 			pts[i].T = now + int64(n)*100_000 + int64(i/100)*1000
 		}
-		payload := EncodeBatch(1, pts)
-		if err := s.Send(ctx, Batch{ID: fmt.Sprint(n), Payload: payload, Points: len(pts)}); err != nil {
+		if err := s.Send(ctx, pointsBatch(fmt.Sprint(n), pts)); err != nil {
 			b.Fatal(err)
 		}
 	}

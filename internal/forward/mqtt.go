@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pith-historian/pith/internal/model"
@@ -23,7 +24,8 @@ import (
 // Defaults and limits of the MQTT sink. See docs/format/forward.md.
 const (
 	DefaultMQTTPrefix   = "pith"           // topic prefix when MQTTOptions.Prefix is empty
-	MQTTBatchProperty   = "pith-batch"     // MQTT v5 user property holding the batch id
+	MQTTEntryProperty   = "pith-entry"     // MQTT v5 user property holding the entry id of a point
+	MQTTIndexProperty   = "pith-index"     // MQTT v5 user property holding the point's index in its entry
 	mqttKeepAlive       = 30               // seconds
 	mqttConnectTimeout  = 10 * time.Second // TCP, TLS and CONNACK of one attempt
 	mqttReconnectDelay  = 2 * time.Second  // between connection attempts
@@ -72,10 +74,12 @@ type MQTTSink struct {
 	stop context.CancelFunc
 	seed maphash.Seed
 
-	mu     sync.Mutex
-	pts    []model.Point
-	topics map[string]string // tag -> topic
-	closed bool
+	mu      sync.Mutex
+	pts     []model.Point
+	ids     []mqttID // where each of pts is in the batch
+	skipped atomic.Uint64
+	topics  map[string]string // tag -> topic
+	closed  bool
 }
 
 var _ Sink = (*MQTTSink)(nil)
@@ -188,20 +192,34 @@ func AppendMQTTPayload(dst []byte, p model.Point) []byte {
 }
 
 // Send publishes every point of b and returns nil once each was
-// acknowledged.
+// acknowledged. Each message carries its entry id and its index in the
+// entry (user properties pith-entry and pith-index) so that a subscriber
+// can drop a repeat. Deletes cannot be applied over MQTT: they are
+// counted (SkippedDeletes) and logged.
 func (s *MQTTSink) Send(ctx context.Context, b Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return errors.New("send to mqtt: sink closed")
 	}
-	var err error
-	_, s.pts, err = DecodeBatch(s.pts[:0], b.Payload)
-	if err != nil {
-		return fmt.Errorf("decode batch %s: %w: %w", b.ID, ErrPermanent, err)
+	s.pts, s.ids = s.pts[:0], s.ids[:0]
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		if e.Delete != nil {
+			s.skipped.Add(1)
+			s.log.Warn("mqtt cannot apply a delete; skipped", "entry", e.ID, "tag", e.Delete.Tag, "from", e.Delete.From, "to", e.Delete.To)
+			continue
+		}
+		for j := range e.Points {
+			s.pts = append(s.pts, e.Points[j])
+			s.ids = append(s.ids, mqttID{int32(i), int32(j)})
+		}
+	}
+	if len(s.pts) == 0 {
+		return nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, mqttAwaitConnection)
-	err = s.cm.AwaitConnection(wctx)
+	err := s.cm.AwaitConnection(wctx)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -209,12 +227,18 @@ func (s *MQTTSink) Send(ctx context.Context, b Batch) error {
 		}
 		return fmt.Errorf("send batch %s: mqtt broker %s not connected", b.ID, s.opts.URL)
 	}
-	return s.publish(ctx, b.ID, s.pts)
+	return s.publish(ctx, b, s.pts)
 }
+
+// mqttID locates a point in a batch: its entry and its index there.
+type mqttID struct{ entry, index int32 }
+
+// SkippedDeletes returns how many deletes were not forwarded.
+func (s *MQTTSink) SkippedDeletes() uint64 { return s.skipped.Load() }
 
 // publish sends pts from mqttWorkers goroutines, each tag on one of them
 // so that its points stay in order, and returns the first error.
-func (s *MQTTSink) publish(ctx context.Context, id string, pts []model.Point) error {
+func (s *MQTTSink) publish(ctx context.Context, b Batch, pts []model.Point) error {
 	if len(s.topics) > mqttMaxTopics {
 		clear(s.topics)
 	}
@@ -230,10 +254,7 @@ func (s *MQTTSink) publish(ctx context.Context, id string, pts []model.Point) er
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	props := &paho.PublishProperties{
-		ContentType: "application/json",
-		User:        paho.UserProperties{{Key: MQTTBatchProperty, Value: id}},
-	}
+	ids := s.ids
 	var wg sync.WaitGroup
 	for _, shard := range shards {
 		if len(shard) == 0 {
@@ -244,14 +265,22 @@ func (s *MQTTSink) publish(ctx context.Context, id string, pts []model.Point) er
 			defer wg.Done()
 			for _, i := range shard {
 				p := pts[i]
+				id := ids[i]
+				entry := b.Entries[id.entry].ID
 				msg := &paho.Publish{
-					QoS:        1,
-					Topic:      s.topics[p.Tag], // read only while the workers run
-					Properties: props,
-					Payload:    AppendMQTTPayload(make([]byte, 0, 64), p),
+					QoS:   1,
+					Topic: s.topics[p.Tag], // read only while the workers run
+					Properties: &paho.PublishProperties{
+						ContentType: "application/json",
+						User: paho.UserProperties{
+							{Key: MQTTEntryProperty, Value: entry},
+							{Key: MQTTIndexProperty, Value: strconv.Itoa(int(id.index))},
+						},
+					},
+					Payload: AppendMQTTPayload(make([]byte, 0, 64), p),
 				}
 				if pr, err := s.cm.Publish(ctx, msg); err != nil {
-					cancel(mqttError(id, msg.Topic, pr, err))
+					cancel(mqttError(entry, msg.Topic, pr, err))
 					return
 				}
 				if ctx.Err() != nil {
@@ -279,9 +308,9 @@ func mqttError(id, topic string, pr *paho.PublishResponse, err error) error {
 		}
 	}
 	if permanent {
-		return fmt.Errorf("publish batch %s to %s: %w: %w", id, topic, ErrPermanent, err)
+		return fmt.Errorf("publish entry %s to %s: %w: %w", id, topic, ErrPermanent, err)
 	}
-	return fmt.Errorf("publish batch %s to %s: %w", id, topic, err)
+	return fmt.Errorf("publish entry %s to %s: %w", id, topic, err)
 }
 
 // Close disconnects from the broker; later sends fail.

@@ -104,7 +104,7 @@ func subscribe(tb testing.TB, broker, filter string) <-chan mqttMsg {
 			OnPublishReceived: []func(paho.PublishReceived) (bool, error){func(pr paho.PublishReceived) (bool, error) {
 				m := mqttMsg{topic: pr.Packet.Topic, payload: pr.Packet.Payload}
 				if pr.Packet.Properties != nil {
-					m.batch = pr.Packet.Properties.User.Get(MQTTBatchProperty)
+					m.batch = pr.Packet.Properties.User.Get(MQTTEntryProperty) + "/" + pr.Packet.Properties.User.Get(MQTTIndexProperty)
 				}
 				msgs <- m
 				return true, nil
@@ -178,8 +178,9 @@ func TestMQTTSinkRoundTrip(t *testing.T) {
 			if err := json.Unmarshal(m.payload, &p); err != nil {
 				t.Fatalf("payload %s on %s: %v", m.payload, m.topic, err)
 			}
-			if m.batch != "edge1-3-42" {
-				t.Fatalf("message on %s has batch property %q, want edge1-3-42", m.topic, m.batch)
+			i := int(p.TS - 1_700_000_000_000)
+			if want := fmt.Sprintf("edge1-3-42/%d", i); m.batch != want {
+				t.Fatalf("message on %s has entry and index %q, want %s", m.topic, m.batch, want)
 			}
 			key := fmt.Sprint(m.topic, " ", p.TS)
 			if _, dup := got[key]; dup {
@@ -189,7 +190,6 @@ func TestMQTTSinkRoundTrip(t *testing.T) {
 				t.Fatalf("message on %s with ts %d after ts %d: out of order", m.topic, p.TS, lastTS[m.topic])
 			}
 			lastTS[m.topic] = p.TS
-			i := int(p.TS - 1_700_000_000_000)
 			if i < 0 || i >= len(pts) {
 				t.Fatalf("unexpected message %s on %s", m.payload, m.topic)
 			}
@@ -220,32 +220,28 @@ func TestMQTTSinkRefusals(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	pts := []model.Point{{Tag: "a", T: 1, V: 1}}
-	err = down.Send(ctx, Batch{ID: "x-1-0", Payload: EncodeBatch(1, pts), Points: 1})
+	err = down.Send(ctx, pointsBatch("x-1-0", pts))
 	if err == nil || errors.Is(err, ErrPermanent) {
 		t.Errorf("send to a closed port: %v, want a retryable error", err)
 	}
-	err = down.Send(context.Background(), Batch{ID: "x-1-1", Payload: []byte{1}})
-	if !errors.Is(err, ErrPermanent) {
-		t.Errorf("send of a damaged batch: %v, want ErrPermanent", err)
+	// A delete cannot be applied over MQTT: counted, and the batch is
+	// confirmed without a connection.
+	err = down.Send(context.Background(), Batch{ID: "x-1-1", Entries: []Entry{{ID: "x-1-1", Delete: &Delete{Tag: "a", From: 0, To: 10}}}})
+	if err != nil || down.SkippedDeletes() != 1 {
+		t.Errorf("send of a delete: %v, %d skipped; want nil, 1", err, down.SkippedDeletes())
 	}
 }
 
-// TestMQTTSinkQueue forwards through a queue, as pith serve does, and
-// sees each value arrive once.
-func TestMQTTSinkQueue(t *testing.T) {
+// TestMQTTSinkForwarder forwards from a store, as pith serve does, and
+// sees each value arrive once with its entry id.
+func TestMQTTSinkForwarder(t *testing.T) {
 	broker := mqttURL(t)
 	prefix := fmt.Sprintf("pithtest/%d", time.Now().UnixNano())
 	msgs := subscribe(t, broker, prefix+"/#")
 	s := newMQTTSink(t, broker, prefix)
-	o := DefaultOptions()
-	o.Site = "edge5"
-	q, err := Open(t.TempDir(), o, s, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
+	h := openForwarder(t, t.TempDir(), testOptions("edge5"), s)
 	for i := range 5 {
-		if err := q.Enqueue(context.Background(), []model.Point{{Tag: "x.y", T: int64(i), V: float64(i)}}); err != nil {
+		if err := h.db.Write(context.Background(), []model.Point{{Tag: "x.y", T: int64(i), V: float64(i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -253,8 +249,8 @@ func TestMQTTSinkQueue(t *testing.T) {
 	for len(seen) < 5 {
 		select {
 		case m := <-msgs:
-			if m.topic != prefix+"/x/y" || !strings.HasPrefix(m.batch, "edge5-") {
-				t.Fatalf("message on %s of batch %q", m.topic, m.batch)
+			if m.topic != prefix+"/x/y" || !strings.HasPrefix(m.batch, "edge5-") || !strings.HasSuffix(m.batch, "/0") {
+				t.Fatalf("message on %s of entry %q", m.topic, m.batch)
 			}
 			seen[string(m.payload)] = true
 		case <-time.After(30 * time.Second):
@@ -271,12 +267,12 @@ func TestMQTTSinkQueue(t *testing.T) {
 func BenchmarkMQTTSink(b *testing.B) {
 	broker := mqttURL(b)
 	s := newMQTTSink(b, broker, fmt.Sprintf("pithbench/%d", time.Now().UnixNano()))
-	payload := EncodeBatch(1, benchPoints())
+	pts := benchPoints()
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for n := range b.N {
-		if err := s.Send(ctx, Batch{ID: fmt.Sprint(n), Payload: payload, Points: 10_000}); err != nil {
+		if err := s.Send(ctx, pointsBatch(fmt.Sprint(n), pts)); err != nil {
 			b.Fatal(err)
 		}
 	}

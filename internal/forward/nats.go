@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -16,14 +17,31 @@ import (
 const (
 	DefaultNATSStream    = "PITH"           // JetStream stream created when missing
 	DefaultNATSSubjects  = "pith.*.samples" // subjects of that stream
-	DefaultNATSDupWindow = 10 * time.Minute // the stream's duplicate window; must exceed CursorInterval plus the longest send
+	DefaultNATSDupWindow = 10 * time.Minute // the stream's duplicate window: must cover the longest replay (an edge down between a publish and its ack)
 	DefaultNATSTimeout   = 10 * time.Second // wait for one publish ack
 	natsConnectTimeout   = 5 * time.Second  // wait for the TCP and NATS handshake
 	natsReconnectWait    = 500 * time.Millisecond
 
+	// natsMaxEntryPoints bounds the points of one message, about 11 bytes
+	// each: under the server's default max_payload of 1 MiB.
+	natsMaxEntryPoints = 32768
+
+	// natsMaxPending bounds the messages of one batch awaiting their
+	// acks: more than a batch of DefaultBatchPoints entries can hold.
+	natsMaxPending = 1 << 15
+
 	// jsErrCodeMessageTooLarge is the server's JSStreamMessageExceedsMaximumErr,
 	// which nats.go does not name.
 	jsErrCodeMessageTooLarge jetstream.ErrorCode = 10054
+)
+
+// Headers of a delete message. See docs/format/forward.md.
+const (
+	natsOpHeader   = "Pith-Op"
+	natsOpDelete   = "delete"
+	natsTagHeader  = "Pith-Tag"
+	natsFromHeader = "Pith-From"
+	natsToHeader   = "Pith-To"
 )
 
 // NATSOptions configure a NATSSink.
@@ -59,6 +77,7 @@ type NATSSink struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	ready   bool // the stream is known to exist on this connection
+	futures []jetstream.PubAckFuture
 
 	dups atomic.Uint64
 }
@@ -117,7 +136,7 @@ func (s *NATSSink) connect(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("connect to nats %s: %w", s.opts.URL, err)
 		}
-		js, err := jetstream.New(nc)
+		js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(natsMaxPending))
 		if err != nil {
 			nc.Close()
 			return fmt.Errorf("open jetstream: %w", err)
@@ -145,8 +164,13 @@ func (s *NATSSink) connect(ctx context.Context) error {
 	return nil
 }
 
-// Send publishes b and waits for its ack. A batch larger than the
-// server's payload limit, or one the stream refuses for its size, is
+// Send publishes every entry of b (asynchronously, then waits for every
+// ack): a points entry as one message (or natsMaxEntryPoints-point parts
+// of it) with Nats-Msg-Id the entry id (parts "<id>+<k>" from k = 1), a
+// delete as a message with header Pith-Op "delete". The stream drops a
+// message whose id it has seen within its duplicate window, so a batch
+// resent after a lost ack or a crash adds nothing. A message larger than
+// the server's payload limit, or one the stream refuses for its size, is
 // refused permanently.
 func (s *NATSSink) Send(ctx context.Context, b Batch) error {
 	if err := s.connect(ctx); err != nil {
@@ -154,20 +178,73 @@ func (s *NATSSink) Send(ctx context.Context, b Batch) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	msg := &nats.Msg{Subject: s.subject, Data: b.Payload}
-	ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithMsgID(b.ID))
-	if err != nil {
-		var apiErr *jetstream.APIError
-		if errors.Is(err, nats.ErrMaxPayload) ||
-			(errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeMessageTooLarge) {
-			return fmt.Errorf("publish batch %s: %w: %w", b.ID, ErrPermanent, err)
+	s.futures = s.futures[:0]
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		if e.Delete != nil {
+			if err := s.publish(ctx, deleteMsg(s.subject, e.Delete), e.ID); err != nil {
+				return err
+			}
+			continue
 		}
-		return fmt.Errorf("publish batch %s: %w", b.ID, err)
+		for k, pts := 0, e.Points; len(pts) > 0; k++ {
+			n := min(len(pts), natsMaxEntryPoints)
+			id := e.ID
+			if k > 0 {
+				id += "+" + strconv.Itoa(k)
+			}
+			msg := &nats.Msg{Subject: s.subject, Data: EncodeBatch(time.Now().UnixMilli(), pts[:n])}
+			if err := s.publish(ctx, msg, id); err != nil {
+				return err
+			}
+			pts = pts[n:]
+		}
 	}
-	if ack.Duplicate {
-		s.dups.Add(1)
+	for _, f := range s.futures {
+		select {
+		case ack := <-f.Ok():
+			if ack.Duplicate {
+				s.dups.Add(1)
+			}
+		case err := <-f.Err():
+			return s.publishErr(f.Msg().Header.Get(jetstream.MsgIDHeader), err)
+		case <-ctx.Done():
+			return fmt.Errorf("wait for ack of batch %s: %w", b.ID, ctx.Err())
+		}
 	}
 	return nil
+}
+
+// publish starts publishing msg with id.
+func (s *NATSSink) publish(ctx context.Context, msg *nats.Msg, id string) error {
+	f, err := s.js.PublishMsgAsync(msg, jetstream.WithMsgID(id))
+	if err != nil {
+		return s.publishErr(id, err)
+	}
+	s.futures = append(s.futures, f)
+	return nil
+}
+
+// publishErr wraps a publish error, refusing the message permanently when
+// it is too large.
+func (s *NATSSink) publishErr(id string, err error) error {
+	var apiErr *jetstream.APIError
+	if errors.Is(err, nats.ErrMaxPayload) ||
+		(errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeMessageTooLarge) {
+		return fmt.Errorf("publish entry %s: %w: %w", id, ErrPermanent, err)
+	}
+	return fmt.Errorf("publish entry %s: %w", id, err)
+}
+
+// deleteMsg is the message of a forwarded delete: no payload, the tag and
+// range in headers (docs/format/forward.md).
+func deleteMsg(subject string, d *Delete) *nats.Msg {
+	m := nats.NewMsg(subject)
+	m.Header.Set(natsOpHeader, natsOpDelete)
+	m.Header.Set(natsTagHeader, d.Tag)
+	m.Header.Set(natsFromHeader, strconv.FormatInt(d.From, 10))
+	m.Header.Set(natsToHeader, strconv.FormatInt(d.To, 10))
+	return m
 }
 
 // Close closes the connection.

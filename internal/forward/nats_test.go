@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,6 +95,9 @@ func streamMessages(t testing.TB, url, subject string) (ids []string, pts []mode
 		for m := range batch.Messages() {
 			got++
 			ids = append(ids, m.Headers().Get(jetstream.MsgIDHeader))
+			if m.Headers().Get(natsOpHeader) == natsOpDelete {
+				continue
+			}
 			if _, pts, err = DecodeBatch(pts, m.Data()); err != nil {
 				t.Fatal(err)
 			}
@@ -122,17 +126,13 @@ func TestNATSInOrderOnce(t *testing.T) {
 	site := testSite(t)
 	sink := newNATSSink(t, url, site)
 	defer sink.Close()
-	o := testOptions()
-	o.Site = site
-	q := openQueue(t, t.TempDir(), o, sink)
-	enqueue(t, q, 0, 20000, 1000)
-	waitUntil(t, "backlog sent", func() bool { return q.Stats().Backlog == 0 })
-	if err := q.Close(); err != nil {
-		t.Fatal(err)
-	}
+	h := openForwarder(t, t.TempDir(), testOptions(site), sink)
+	h.write(0, 20000, 1000)
+	h.drained()
+	h.close()
 	ids, pts := streamMessages(t, url, sink.Subject())
 	if len(ids) != 20 {
-		t.Errorf("stream holds %d messages, want 20", len(ids))
+		t.Errorf("stream holds %d messages, want 20 (one per store write)", len(ids))
 	}
 	checkUniqueIDs(t, ids)
 	checkSeq(t, pts, 20000)
@@ -149,26 +149,24 @@ func TestNATSOutage(t *testing.T) {
 	l.Close()
 
 	dir := t.TempDir()
-	o := testOptions()
-	o.Site = site
+	o := testOptions(site)
 	down := newNATSSink(t, closed, site)
-	q := openQueue(t, dir, o, down)
-	enqueue(t, q, 0, 10000, 1000)
-	waitUntil(t, "failed sends", func() bool { return q.Stats().Errors >= 2 })
-	if st := q.Stats(); st.Backlog != 10000 {
-		t.Errorf("backlog during outage = %d, want 10000", st.Backlog)
+	h := openForwarder(t, dir, o, down)
+	h.write(0, 10000, 1000)
+	waitUntil(t, "failed sends", func() bool { return h.f.Stats().Errors >= 2 })
+	if lag := h.lag(); lag < 10 {
+		t.Errorf("follower lag during outage = %d records, want >= 10", lag)
 	}
-	if err := q.Close(); err != nil {
-		t.Fatal(err)
+	if st := h.f.Stats(); st.OldestMs == 0 {
+		t.Errorf("stats during outage = %+v, want the oldest value in flight", st)
 	}
+	h.close()
 	up := newNATSSink(t, url, site)
 	defer up.Close()
-	q = openQueue(t, dir, o, up)
-	enqueue(t, q, 10000, 10000, 1000)
-	waitUntil(t, "backlog sent", func() bool { return q.Stats().Backlog == 0 })
-	if err := q.Close(); err != nil {
-		t.Fatal(err)
-	}
+	h = openForwarder(t, dir, o, up)
+	h.write(10000, 10000, 1000)
+	h.drained()
+	h.close()
 	ids, pts := streamMessages(t, url, up.Subject())
 	if len(ids) != 20 {
 		t.Errorf("stream holds %d messages, want 20", len(ids))
@@ -177,29 +175,52 @@ func TestNATSOutage(t *testing.T) {
 	checkSeq(t, pts, 20000)
 }
 
+// crashSink passes the first n batches on, then publishes one more and
+// never confirms it: the forwarder stops with it unacknowledged, as a
+// crash after the publish and before the Ack leaves it.
+type crashSink struct {
+	Sink
+	n    int
+	sent atomic.Int32
+}
+
+func (s *crashSink) Send(ctx context.Context, b Batch) error {
+	if int(s.sent.Load()) < s.n {
+		s.sent.Add(1)
+		return s.Sink.Send(ctx, b)
+	}
+	if err := s.Sink.Send(ctx, b); err != nil {
+		return err
+	}
+	s.sent.Add(1)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestNATSRestartMidBacklog: a forwarder stopped between a publish and
+// its Ack sends that batch again after the restart, with the same ids,
+// and the stream drops it: every point is in the stream once.
 func TestNATSRestartMidBacklog(t *testing.T) {
 	url := natsURL(t)
 	site := testSite(t)
 	dir := t.TempDir()
-	o := testOptions()
-	o.Site = site
-	o.CursorInterval = time.Hour // a crash loses the record of what was sent
-	sink := newNATSSink(t, url, site)
-	q := openQueue(t, dir, o, sink)
-	enqueue(t, q, 0, 30000, 1000)
-	waitUntil(t, "some batches sent", func() bool { return q.Stats().SentBatches >= 5 })
-	q.abort()
-	sink.Close()
+	o := testOptions(site)
+	o.BatchPoints = 3000
+	first := newNATSSink(t, url, site)
+	crash := &crashSink{Sink: first, n: 5}
+	h := openForwarder(t, dir, o, crash)
+	h.write(0, 30000, 1000)
+	waitUntil(t, "the unconfirmed batch published", func() bool { return crash.sent.Load() > 5 })
+	h.close()
+	first.Close()
 
-	sink = newNATSSink(t, url, site)
+	sink := newNATSSink(t, url, site)
 	defer sink.Close()
-	q = openQueue(t, dir, o, sink)
-	waitUntil(t, "backlog sent", func() bool { return q.Stats().Backlog == 0 })
-	if err := q.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if sink.Duplicates() < 5 {
-		t.Errorf("stream reported %d duplicates, want the >= 5 batches resent after the crash", sink.Duplicates())
+	h = openForwarder(t, dir, o, sink)
+	h.drained()
+	h.close()
+	if sink.Duplicates() < 1 {
+		t.Errorf("stream reported %d duplicates, want the messages of the unconfirmed batch", sink.Duplicates())
 	}
 	ids, pts := streamMessages(t, url, sink.Subject())
 	if len(ids) != 30 {
@@ -209,19 +230,67 @@ func TestNATSRestartMidBacklog(t *testing.T) {
 	checkSeq(t, pts, 30000)
 }
 
+// TestNATSDelete: a delete the store commits reaches the stream as a
+// delete message, which Consume hands to its delete handler.
+func TestNATSDelete(t *testing.T) {
+	url := natsURL(t)
+	site := testSite(t)
+	sink := newNATSSink(t, url, site)
+	defer sink.Close()
+	h := openForwarder(t, t.TempDir(), testOptions(site), sink)
+	h.write(0, 30, 30)
+	if _, err := h.db.Delete(context.Background(), "t1", 1_700_000_000_000, 1_700_000_010_000); err != nil {
+		t.Fatal(err)
+	}
+	h.drained()
+	h.close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type del struct {
+		site, tag string
+		from, to  int64
+	}
+	dels := make(chan del, 1)
+	durable := "del" + site
+	done := make(chan error, 1)
+	go func() {
+		done <- Consume(ctx, url, []string{sink.Subject()}, durable, Handlers{
+			Points: func(string, []model.Point) error { return nil },
+			Delete: func(s, tag string, from, to int64) error {
+				dels <- del{s, tag, from, to}
+				return nil
+			},
+		}, nil)
+	}()
+	select {
+	case d := <-dels:
+		if want := (del{site, "t1", 1_700_000_000_000, 1_700_000_010_000}); d != want {
+			t.Errorf("delete = %+v, want %+v", d, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no delete consumed")
+	}
+	cancel()
+	<-done
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	js.DeleteConsumer(context.Background(), DefaultNATSStream, durable)
+	streamMessages(t, url, sink.Subject()) // purge
+}
+
 func TestConsume(t *testing.T) {
 	url := natsURL(t)
 	site := testSite(t)
 	sink := newNATSSink(t, url, site)
 	defer sink.Close()
-	o := testOptions()
-	o.Site = site
-	q := openQueue(t, t.TempDir(), o, sink)
-	enqueue(t, q, 0, 5000, 1000)
-	waitUntil(t, "backlog sent", func() bool { return q.Stats().Backlog == 0 })
-	if err := q.Close(); err != nil {
-		t.Fatal(err)
-	}
+	h := openForwarder(t, t.TempDir(), testOptions(site), sink)
+	h.write(0, 5000, 1000)
+	h.drained()
+	h.close()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -240,7 +309,7 @@ func TestConsume(t *testing.T) {
 	}
 	durable := "test" + site
 	done := make(chan error, 1)
-	go func() { done <- Consume(ctx, url, []string{sink.Subject()}, durable, consume, nil) }()
+	go func() { done <- Consume(ctx, url, []string{sink.Subject()}, durable, Handlers{Points: consume}, nil) }()
 	var all []model.Point
 	seen := map[int64]bool{}
 	for len(seen) < 5000 {

@@ -49,6 +49,8 @@ type PostgresOptions struct {
 // staging table and upserted from there (INSERT ... ON CONFLICT DO
 // UPDATE). A resent batch thus overwrites its own rows instead of adding
 // any, and a later point of the same tag and time wins, as in the store.
+// A forwarded delete is a DELETE of the tag's rows in its range, in the
+// same transaction and in commit order.
 //
 // Tags are named "<Site>.<tag>", like the tags a central Pith stores from
 // the NATS subject pith.<site>.samples. Qualities are 0 good, 1 bad,
@@ -66,6 +68,7 @@ type PostgresSink struct {
 	ident  pgx.Identifier
 	table  string // quoted, schema-qualified when given
 	upsert string // the staging-to-table statement
+	delete string // the statement applying a forwarded delete
 
 	mu     sync.Mutex
 	conn   *pgx.Conn
@@ -116,6 +119,7 @@ func NewPostgresSink(opts PostgresOptions, log *slog.Logger) (*PostgresSink, err
 			" SELECT tag, ts, value, quality FROM " + pgStageTable +
 			" ON CONFLICT (tag, ts) DO UPDATE SET value = EXCLUDED.value, quality = EXCLUDED.quality" +
 			" WHERE (dst.value, dst.quality) IS DISTINCT FROM (EXCLUDED.value, EXCLUDED.quality)",
+		delete: "DELETE FROM " + table + " WHERE tag = $1 AND ts >= $2 AND ts < $3",
 	}
 	return s, nil
 }
@@ -137,31 +141,27 @@ func parseTableName(name string) (pgx.Identifier, error) {
 // Table returns the quoted name of the table the sink writes.
 func (s *PostgresSink) Table() string { return s.table }
 
-// Send writes the points of b and returns nil once the transaction
-// committed.
+// Send writes the entries of b in one transaction and returns nil once
+// it committed: points upserted on (tag, ts), deletes applied as DELETE
+// over their range, in commit order. A resent batch rewrites its own rows
+// instead of adding any.
 func (s *PostgresSink) Send(ctx context.Context, b Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return errors.New("send to postgres: sink closed")
 	}
-	var err error
-	_, s.pts, err = DecodeBatch(s.pts[:0], b.Payload)
-	if err != nil {
-		return fmt.Errorf("decode batch %s: %w: %w", b.ID, ErrPermanent, err)
-	}
-	for i := range s.pts {
-		if t := s.pts[i].T; t < pgMinMillis || t > pgMaxMillis {
-			return fmt.Errorf("check batch %s: %w: tag %s: time %d ms outside the range of timestamptz", b.ID, ErrPermanent, s.pts[i].Tag, t)
+	for i := range b.Entries {
+		for _, p := range b.Entries[i].Points {
+			if p.T < pgMinMillis || p.T > pgMaxMillis {
+				return fmt.Errorf("check batch %s: %w: tag %s: time %d ms outside the range of timestamptz", b.ID, ErrPermanent, p.Tag, p.T)
+			}
 		}
 	}
-	// ON CONFLICT DO UPDATE refuses to touch one row twice in a statement.
-	s.sorted = lastWins(s.sorted[:0], s.pts)
-	pts := s.sorted
 	if err := s.connect(ctx); err != nil {
 		return err
 	}
-	if err := s.write(ctx, pts); err != nil {
+	if err := s.write(ctx, b.Entries); err != nil {
 		return s.failed(fmt.Errorf("write batch %s: %w", b.ID, err))
 	}
 	return nil
@@ -180,19 +180,50 @@ func (s *PostgresSink) Connect(ctx context.Context) error {
 	return s.connect(ctx)
 }
 
-// write stores pts in one transaction. The fast path copies them
-// straight into the table, which costs about a plain COPY. When a row of
-// the batch is there already (a resent batch, a corrected value), the
-// server refuses the copy with a unique violation; the batch is then
-// copied into the staging table and upserted from there, in the same
-// transaction.
-func (s *PostgresSink) write(ctx context.Context, pts []model.Point) error {
+// write stores entries in one transaction: each run of point entries
+// between deletes as one upsert (writePoints), each delete as a DELETE.
+func (s *PostgresSink) write(ctx context.Context, entries []Entry) error {
 	tx, err := s.conn.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback(context.Background()) // after Commit, a no-op
-	sp, err := tx.Begin(ctx)                // a savepoint
+	for len(entries) > 0 {
+		if d := entries[0].Delete; d != nil {
+			if _, err := tx.Exec(ctx, s.delete, siteTag(s.opts.Site, d.Tag), time.UnixMilli(d.From), time.UnixMilli(d.To)); err != nil {
+				return fmt.Errorf("delete %s [%d, %d) from %s: %w", d.Tag, d.From, d.To, s.table, err)
+			}
+			entries = entries[1:]
+			continue
+		}
+		s.pts = s.pts[:0]
+		for len(entries) > 0 && entries[0].Delete == nil {
+			s.pts = append(s.pts, entries[0].Points...)
+			entries = entries[1:]
+		}
+		if len(s.pts) == 0 {
+			continue
+		}
+		// ON CONFLICT DO UPDATE refuses to touch one row twice in a statement.
+		s.sorted = lastWins(s.sorted[:0], s.pts)
+		if err := s.writePoints(ctx, tx, s.sorted); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// writePoints upserts pts inside tx. The fast path copies them straight
+// into the table, which costs about a plain COPY. When a row of the batch
+// is there already (a resent batch, a corrected value), the server
+// refuses the copy with a unique violation; the points are then copied
+// into the staging table and upserted from there (INSERT ... ON CONFLICT
+// (tag, ts) DO UPDATE), in the same transaction.
+func (s *PostgresSink) writePoints(ctx context.Context, tx pgx.Tx, pts []model.Point) error {
+	sp, err := tx.Begin(ctx) // a savepoint
 	if err != nil {
 		return fmt.Errorf("set savepoint: %w", err)
 	}
@@ -216,11 +247,13 @@ func (s *PostgresSink) write(ctx context.Context, pts []model.Point) error {
 		if _, err := tx.Exec(ctx, s.upsert); err != nil {
 			return fmt.Errorf("upsert into %s: %w", s.table, err)
 		}
+		// ON COMMIT DELETE ROWS empties the staging table only at the
+		// commit; a later run of the same transaction starts empty too.
+		if _, err := tx.Exec(ctx, "TRUNCATE "+pgStageTable); err != nil {
+			return fmt.Errorf("empty staging table: %w", err)
+		}
 	default:
 		return fmt.Errorf("copy to %s: %w", s.table, err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }
@@ -296,8 +329,6 @@ func (s *PostgresSink) ensureTable(ctx context.Context) error {
 		return fmt.Errorf("look up table %s: %w", s.table, err)
 	}
 	if exists {
-		// Without a unique index on (tag, ts), the fast path would add a
-		// resent batch's rows twice and the upsert could not run.
 		var unique bool
 		err := s.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_index i
 	WHERE i.indrelid = $1::regclass AND i.indisunique AND i.indnatts = 2
@@ -306,9 +337,17 @@ func (s *PostgresSink) ensureTable(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("look up indexes of %s: %w", s.table, err)
 		}
-		if !unique {
-			return fmt.Errorf("check table %s: no primary key or unique index on (tag, ts), so resent batches would add rows twice", s.table)
+		if unique {
+			return nil
 		}
+		// Without a unique index on (tag, ts) the fast path would add a
+		// resent batch's rows twice and the upsert could not run: create
+		// one. It fails when the table holds duplicates already.
+		idx := pgx.Identifier{s.ident[len(s.ident)-1] + "_tag_ts_key"}.Sanitize()
+		if _, err := s.conn.Exec(ctx, "CREATE UNIQUE INDEX IF NOT EXISTS "+idx+" ON "+s.table+" (tag, ts)"); err != nil {
+			return fmt.Errorf("create unique index on %s (tag, ts), which idempotent forwarding needs: %w", s.table, err)
+		}
+		s.log.Info("created unique index on (tag, ts)", "table", s.table, "index", idx)
 		return nil
 	}
 	// COLLATE "C" compares tag names bytewise: the primary key index then

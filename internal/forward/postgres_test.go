@@ -119,7 +119,7 @@ func send(t *testing.T, s Sink, id string, pts []model.Point) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return s.Send(ctx, Batch{ID: id, Payload: EncodeBatch(1, pts), Points: len(pts)})
+	return s.Send(ctx, pointsBatch(id, pts))
 }
 
 func TestPostgresSinkRoundTrip(t *testing.T) {
@@ -242,24 +242,36 @@ func TestPostgresSinkRefusals(t *testing.T) {
 	if !errors.Is(err, ErrPermanent) {
 		t.Errorf("send of a time past timestamptz: %v, want ErrPermanent", err)
 	}
-	err = s.Send(context.Background(), Batch{ID: "x-1-30", Payload: []byte{9, 9}})
-	if !errors.Is(err, ErrPermanent) {
-		t.Errorf("send of a damaged batch: %v, want ErrPermanent", err)
-	}
 	// Nothing of the refused batches was written; the sink still works.
 	if err := send(t, s, "x-1-40", []model.Point{{Tag: "b", T: 1000, V: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	checkRows(t, pgRows(t, c, table), []model.Point{{Tag: "a", T: 1000, V: 1}, {Tag: "b", T: 1000, V: 2}})
 
-	// An existing table without a unique index on (tag, ts) is not used.
+	// An existing table without a unique index on (tag, ts) gets one, so
+	// that a resent batch adds no row.
 	bare := pgTable(t, c)
 	if _, err := c.Exec(context.Background(), "CREATE TABLE "+bare+" (tag text, ts timestamptz, value float8, quality int2)"); err != nil {
 		t.Fatal(err)
 	}
-	err = send(t, newPostgresSink(t, url, bare, ""), "x-1-45", ok)
+	for range 2 {
+		if err := send(t, newPostgresSink(t, url, bare, ""), "x-1-45", ok); err != nil {
+			t.Fatalf("send to a table without key: %v", err)
+		}
+	}
+	checkRows(t, pgRows(t, c, bare), ok)
+	// One holding duplicates cannot get the index: a retryable error
+	// naming it.
+	dups := pgTable(t, c)
+	if _, err := c.Exec(context.Background(), "CREATE TABLE "+dups+" (tag text, ts timestamptz, value float8, quality int2)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(context.Background(), "INSERT INTO "+dups+" VALUES ('a', now(), 1, 0), ('a', now(), 1, 0)"); err != nil {
+		t.Fatal(err)
+	}
+	err = send(t, newPostgresSink(t, url, dups, ""), "x-1-46", ok)
 	if err == nil || errors.Is(err, ErrPermanent) || !strings.Contains(err.Error(), "unique index") {
-		t.Errorf("send to a table without key: %v, want a retryable error naming the unique index", err)
+		t.Errorf("send to a table with duplicate rows: %v, want a retryable error naming the unique index", err)
 	}
 
 	// A server that cannot be reached is a retried error.
@@ -315,34 +327,33 @@ func TestPostgresSinkReconnect(t *testing.T) {
 	checkRows(t, pgRows(t, c, table), wantRows("edge3", b1))
 }
 
-// TestPostgresSinkQueue forwards through a queue, as pith serve does.
-func TestPostgresSinkQueue(t *testing.T) {
+// TestPostgresSinkForwarder forwards from a store, as pith serve does:
+// points, then a delete, each applied in order, every batch sent twice
+// (a replay after a crash) without adding a row.
+func TestPostgresSinkForwarder(t *testing.T) {
 	url := pgURL(t)
 	c := pgConnect(t, url)
 	table := pgTable(t, c)
 	s := newPostgresSink(t, url, table, "edge4")
-	o := DefaultOptions()
-	o.Site = "edge4"
-	q, err := Open(t.TempDir(), o, s, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := openForwarder(t, t.TempDir(), testOptions("edge4"), twiceSink{s})
 	var all []model.Point
 	for i := range 5 {
 		pts := []model.Point{{Tag: "x.y", T: int64(i) * 1000, V: float64(i)}, {Tag: "x.z", T: int64(i) * 1000, V: -float64(i)}}
 		all = append(all, pts...)
-		if err := q.Enqueue(context.Background(), pts); err != nil {
+		if err := h.db.Write(context.Background(), pts); err != nil {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for q.Stats().Backlog > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := q.Close(); err != nil {
+	if _, err := h.db.Delete(context.Background(), "x.z", 1000, 3000); err != nil {
 		t.Fatal(err)
 	}
+	all = slices.DeleteFunc(all, func(p model.Point) bool { return p.Tag == "x.z" && p.T >= 1000 && p.T < 3000 })
+	h.drained()
+	h.close()
 	checkRows(t, pgRows(t, c, table), wantRows("edge4", all))
+	if s.Upserts() == 0 {
+		t.Error("no batch took the upsert path, yet each was sent twice")
+	}
 }
 
 // BenchmarkPostgresSink measures rows written per second by Send with
@@ -351,7 +362,7 @@ func TestPostgresSinkQueue(t *testing.T) {
 // binary COPY of the same rows into a table without index and into one
 // with the same primary key. Run it with
 //
-//	PITH_TEST_PG=postgres://postgres@127.0.0.1:5432/test go test -run x -bench PostgresSink -benchtime 100x ./internal/forward/
+//	PITH_TEST_PG=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench PostgresSink -benchtime 100x ./internal/forward/
 func BenchmarkPostgresSink(b *testing.B) {
 	url := pgURL(b)
 	pts := benchPoints()
@@ -366,15 +377,15 @@ func BenchmarkPostgresSink(b *testing.B) {
 		c := pgConnect(b, url)
 		table := pgTable(b, c)
 		s := newPostgresSink(b, url, table, "bench")
-		payloads := make([][]byte, b.N)
-		for n := range payloads {
-			payloads[n] = EncodeBatch(1, batch(n))
+		batches := make([]Batch, b.N)
+		for n := range batches {
+			batches[n] = pointsBatch(fmt.Sprint(n), batch(n))
 		}
 		ctx := context.Background()
 		b.ReportAllocs()
 		b.ResetTimer()
 		for n := range b.N {
-			if err := s.Send(ctx, Batch{ID: fmt.Sprint(n), Payload: payloads[n], Points: len(pts)}); err != nil {
+			if err := s.Send(ctx, batches[n]); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -384,15 +395,15 @@ func BenchmarkPostgresSink(b *testing.B) {
 		c := pgConnect(b, url)
 		table := pgTable(b, c)
 		s := newPostgresSink(b, url, table, "bench")
-		payload := EncodeBatch(1, batch(0))
+		replay := pointsBatch("0", batch(0))
 		ctx := context.Background()
-		if err := s.Send(ctx, Batch{ID: "0", Payload: payload, Points: len(pts)}); err != nil {
+		if err := s.Send(ctx, replay); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
-			if err := s.Send(ctx, Batch{ID: "0", Payload: payload, Points: len(pts)}); err != nil {
+			if err := s.Send(ctx, replay); err != nil {
 				b.Fatal(err)
 			}
 		}

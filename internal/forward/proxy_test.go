@@ -73,7 +73,7 @@ func (p *proxy) down() {
 	p.conns = nil
 }
 
-// TestNATSNetworkOutage cuts the network under a running queue while
+// TestNATSNetworkOutage cuts the network under a running forwarder while
 // points keep coming, then restores it: the sink reconnects, and every
 // point arrives exactly once and in order.
 func TestNATSNetworkOutage(t *testing.T) {
@@ -82,28 +82,24 @@ func TestNATSNetworkOutage(t *testing.T) {
 	p := newProxy(t, strings.TrimPrefix(url, "nats://"))
 	sink := newNATSSink(t, p.url(), site)
 	defer sink.Close()
-	o := testOptions()
-	o.Site = site
-	q := openQueue(t, t.TempDir(), o, sink)
+	h := openForwarder(t, t.TempDir(), testOptions(site), sink)
 	const per, n = 500, 40000
 	for i := 0; i < n; i += per {
 		switch i {
 		case n / 4:
 			p.down()
 		case n / 2:
-			waitUntil(t, "failed sends", func() bool { return q.Stats().Errors > 0 })
-			if st := q.Stats(); st.Backlog == 0 || st.OldestS < 0 {
+			waitUntil(t, "failed sends", func() bool { return h.f.Stats().Errors > 0 })
+			if st := h.f.Stats(); st.OldestMs == 0 {
 				t.Errorf("stats during outage = %+v", st)
 			}
 			p.up()
 		}
-		enqueue(t, q, i, per, per)
+		h.write(i, per, per)
 		time.Sleep(time.Millisecond) // acquisition pace
 	}
-	waitUntil(t, "backlog sent", func() bool { return q.Stats().Backlog == 0 })
-	if err := q.Close(); err != nil {
-		t.Fatal(err)
-	}
+	h.drained()
+	h.close()
 	ids, pts := streamMessages(t, url, sink.Subject())
 	if len(ids) != n/per {
 		t.Errorf("stream holds %d messages, want %d", len(ids), n/per)

@@ -22,9 +22,8 @@
 //     tag and a count of the replaced ones;
 //   - alarms and calculated tags subscribe in Queue mode: every change in
 //     order up to a bound, then counted overflow;
-//   - forwarders subscribe in Every mode: every stored sample (acquired,
-//     pushed or imported, late ones included) in order up to a bound, then
-//     counted overflow.
+//   - forwarders do not subscribe: they follow the store's log, which holds
+//     every stored sample whatever its road.
 //
 // Lock ordering: Table.mu is taken first; while holding it the table calls
 // Sink.Enqueue (which takes the archive queue's own lock) and takes each

@@ -35,13 +35,6 @@ const (
 	// consumer must report. For consumers that want every change but
 	// tolerate a visible gap.
 	Queue
-	// Every receives every sample the table archives, not its changes: what
-	// passes a tag's archive policy, late samples, and the values written
-	// through Write and Stored (push inputs and imports), in the order the
-	// table accepted them. Like Queue it keeps up to MaxPending and counts
-	// the rest in SubStats.Overflow. For forwarders, which must send what
-	// is stored, whatever road it took.
-	Every
 )
 
 // SubOptions configures a subscription.
@@ -83,13 +76,8 @@ func (t *Table) Subscribe(opts SubOptions) *Subscription {
 	}
 	s := &Subscription{opts: opts, ready: make(chan struct{}, 1)}
 	t.mu.Lock()
-	if opts.Mode == Every {
-		subs := make([]*Subscription, 0, len(t.every)+1)
-		t.every = append(append(subs, t.every...), s)
-	} else {
-		subs := make([]*Subscription, 0, len(t.subs)+1)
-		t.subs = append(append(subs, t.subs...), s)
-	}
+	subs := make([]*Subscription, 0, len(t.subs)+1)
+	t.subs = append(append(subs, t.subs...), s)
 	t.mu.Unlock()
 	return s
 }
@@ -99,7 +87,6 @@ func (t *Table) Unsubscribe(s *Subscription) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.subs = without(t.subs, s)
-	t.every = without(t.every, s)
 }
 
 // without returns a copy of subs without s; the table's lists are copied
@@ -114,20 +101,12 @@ func without(subs []*Subscription, s *Subscription) []*Subscription {
 	return out
 }
 
-// HasEvery reports whether any subscription takes every archived sample;
-// an import then hands its points to Stored, else only its newest ones.
-func (t *Table) HasEvery() bool {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return len(t.every) > 0
-}
-
 // push appends a batch of changes; it is called with the table lock held
 // and never blocks.
 func (s *Subscription) push(cs []Change) {
 	s.mu.Lock()
 	switch s.opts.Mode {
-	case Queue, Every:
+	case Queue:
 		room := s.opts.MaxPending - len(s.pending)
 		if room < len(cs) {
 			if room < 0 {

@@ -108,10 +108,8 @@ type Table struct {
 	ents  []entry
 	names map[string]ID
 	subs  []*Subscription // change subscribers, copied on write
-	every []*Subscription // Every subscribers, copied on write
 	abuf  []model.Point   // archive batch, reused under mu
 	cbuf  []Change        // changes of the current batch, reused under mu
-	ebuf  []Change        // archived samples of the batch for Every subscribers, under mu
 	stats Stats
 }
 
@@ -248,7 +246,7 @@ func (t *Table) Stats() Stats {
 func (t *Table) Update(batch []Sample) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.abuf, t.cbuf, t.ebuf = t.abuf[:0], t.cbuf[:0], t.ebuf[:0]
+	t.abuf, t.cbuf = t.abuf[:0], t.cbuf[:0]
 	for i := range batch {
 		t.apply(batch[i])
 	}
@@ -262,7 +260,7 @@ func (t *Table) Update(batch []Sample) int {
 func (t *Table) MarkBad(ids []ID, ms int64) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.abuf, t.cbuf, t.ebuf = t.abuf[:0], t.cbuf[:0], t.ebuf[:0]
+	t.abuf, t.cbuf = t.abuf[:0], t.cbuf[:0]
 	for _, id := range ids {
 		t.apply(Sample{ID: id, Q: model.QualityBad, Hold: true, T: ms})
 	}
@@ -310,7 +308,6 @@ func (t *Table) apply(s Sample) {
 		}
 		t.stats.Late++
 		t.abuf = append(t.abuf, model.Point{Tag: e.def.Name, T: s.T, V: s.V, Q: s.Q})
-		t.record(s.ID, e.def.Name, s.T, s.V, s.Q)
 		return
 	}
 	if s.Hold {
@@ -334,14 +331,6 @@ func (t *Table) apply(s Sample) {
 	if e.pass(s) {
 		e.arch, e.archHas = e.cur, true
 		t.abuf = append(t.abuf, model.Point{Tag: e.def.Name, T: s.T, V: s.V, Q: s.Q})
-		t.record(s.ID, e.def.Name, s.T, s.V, s.Q)
-	}
-}
-
-// record notes an archived sample for the Every subscribers; t.mu is held.
-func (t *Table) record(id ID, name string, ms int64, v float64, q model.Quality) {
-	if len(t.every) > 0 {
-		t.ebuf = append(t.ebuf, Change{ID: id, Tag: name, T: ms, V: v, Q: q, Has: true})
 	}
 }
 
@@ -372,18 +361,12 @@ func (t *Table) flush() {
 	t.fanOut()
 }
 
-// fanOut delivers the batch's changes and archived samples to the
-// subscribers; t.mu is held.
+// fanOut delivers the batch's changes to the subscribers; t.mu is held.
 func (t *Table) fanOut() {
 	t.stats.Changes += uint64(len(t.cbuf))
 	if len(t.cbuf) > 0 {
 		for _, s := range t.subs {
 			s.push(t.cbuf)
-		}
-	}
-	if len(t.ebuf) > 0 {
-		for _, s := range t.every {
-			s.push(t.ebuf)
 		}
 	}
 }

@@ -21,8 +21,8 @@ var ErrBadName = errors.New("bad tag name")
 // Write checks the names first (unknown ones are defined with the given
 // source once stored), hands the whole batch to the archive's Sink.Write,
 // and only when that succeeded applies the points as Stored does: current
-// values, changes for subscribers (live view, alarms, calculated tags,
-// Modbus server) and every point for the Every subscribers (forwarders).
+// values and changes for subscribers (live view, alarms, calculated tags,
+// Modbus server). Forwarders read what is stored from the store's log.
 // On error nothing of the batch is stored or applied.
 //
 // Unlike Update, no archive policy applies: every pushed point is stored,
@@ -84,8 +84,7 @@ func (t *Table) resolve(pts []model.Point, ids []ID) ([]ID, error) {
 // with the given source (a name CheckName refuses is skipped: the store
 // keeps it, the table cannot show it). A point newer than its tag's current
 // value becomes current; an older one is late and changes nothing current.
-// Every point reaches the Every subscribers, and the changes reach the
-// change subscribers, in the order given.
+// The changes reach the subscribers in the order given.
 func (t *Table) Stored(pts []model.Point, source string) {
 	if len(pts) == 0 {
 		return
@@ -98,7 +97,7 @@ func (t *Table) Stored(pts []model.Point, source string) {
 func (t *Table) applyDurable(pts []model.Point, ids []ID, source string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.abuf, t.cbuf, t.ebuf = t.abuf[:0], t.cbuf[:0], t.ebuf[:0]
+	t.abuf, t.cbuf = t.abuf[:0], t.cbuf[:0]
 	lastName, lastID, lastOK := "", ID(0), false
 	for i := range pts {
 		p := &pts[i]
@@ -128,9 +127,6 @@ func (t *Table) applyDurable(pts []model.Point, ids []ID, source string) {
 // applyStored applies one durable point; t.mu is held.
 func (t *Table) applyStored(id ID, p *model.Point) {
 	e := &t.ents[id]
-	if len(t.every) > 0 {
-		t.ebuf = append(t.ebuf, Change{ID: id, Tag: e.def.Name, T: p.T, V: p.V, Q: p.Q, Has: true, Pushed: true})
-	}
 	if e.seen && p.T < e.cur.T {
 		t.stats.Late++
 		return

@@ -9,8 +9,8 @@ import (
 )
 
 // TestWriteRoad checks the road of pushed values: durable first, then
-// current values, changes and every point to the Every subscribers, with
-// the same subscriptions that see acquired values.
+// current values and changes, with the same subscriptions that see
+// acquired values.
 func TestWriteRoad(t *testing.T) {
 	sink := &recSink{}
 	tab := New(nil, Options{}, sink)
@@ -19,7 +19,6 @@ func TestWriteRoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	changes := tab.Subscribe(SubOptions{Name: "alarms", Mode: Queue})
-	every := tab.Subscribe(SubOptions{Name: "forward", Mode: Every})
 
 	// An acquired value and a pushed batch, then a late pushed point.
 	tab.Update([]Sample{{ID: acq, T: 1000, V: 1}})
@@ -54,20 +53,6 @@ func TestWriteRoad(t *testing.T) {
 	if len(cs) != 3 {
 		t.Fatalf("changes: %+v", cs)
 	}
-	// Every: all five stored samples, in the order accepted.
-	es := every.Take(nil)
-	want := []struct {
-		tag string
-		t   int64
-	}{{"plc.a", 1000}, {"lp.x", 1000}, {"lp.x", 2000}, {"plc.a", 2000}, {"lp.x", 500}}
-	if len(es) != len(want) {
-		t.Fatalf("every: %+v", es)
-	}
-	for i, w := range want {
-		if es[i].Tag != w.tag || es[i].T != w.t {
-			t.Fatalf("every[%d] = %s@%d, want %s@%d", i, es[i].Tag, es[i].T, w.tag, w.t)
-		}
-	}
 }
 
 func cur2id(t *testing.T, tab *Table, name string) ID {
@@ -84,7 +69,7 @@ func cur2id(t *testing.T, tab *Table, name string) ID {
 func TestWriteAtomic(t *testing.T) {
 	sink := &recSink{failWith: errors.New("disk full")}
 	tab := New(nil, Options{}, sink)
-	every := tab.Subscribe(SubOptions{Name: "forward", Mode: Every})
+	changes := tab.Subscribe(SubOptions{Name: "alarms", Mode: Queue})
 	err := tab.Write(context.Background(), []model.Point{{Tag: "a", T: 1, V: 1}}, "lp")
 	if err == nil || err.Error() != "disk full" {
 		t.Fatalf("err = %v", err)
@@ -92,7 +77,7 @@ func TestWriteAtomic(t *testing.T) {
 	if _, ok := tab.Lookup("a"); ok {
 		t.Fatal("a refused write defined its tag")
 	}
-	if n := len(every.Take(nil)); n != 0 {
+	if n := len(changes.Take(nil)); n != 0 {
 		t.Fatalf("a refused write reached %d subscribers", n)
 	}
 	// A bad name is refused before anything is written.

@@ -45,8 +45,6 @@ func (w *WAL) commitRound(forceSync bool) bool {
 	closing := w.closed
 	wantSync := forceSync || closing || w.syncReq
 	w.syncReq = false
-	round := w.round
-	w.round = make(chan struct{})
 	failed := w.err != nil
 	w.pendingBytes = 0
 	w.room.Broadcast()
@@ -97,6 +95,14 @@ func (w *WAL) commitRound(forceSync bool) bool {
 	if closing {
 		w.stopped = true
 	}
+	// The round ends here, in the same critical section that publishes
+	// the positions: a waiter that saw the old positions holds this
+	// round's channel and is woken. Swapped earlier, a waiter arriving
+	// during the write would hold the next round's channel while this one
+	// publishes, and sleep until some later write (WaitDurable does not
+	// ask for a round of its own).
+	round := w.round
+	w.round = make(chan struct{})
 	w.room.Broadcast()
 	w.mu.Unlock()
 	close(round)

@@ -138,3 +138,33 @@ func TestWaitDurable(t *testing.T) {
 	w.Close()
 	<-done
 }
+
+// TestWaitDurableDuringCommit: a WaitDurable that begins while the
+// committer writes the record it waits for returns once that round
+// publishes it, without a later write. Before the round's channel was
+// swapped together with the publish, such a waiter slept until the next
+// write.
+func TestWaitDurableDuringCommit(t *testing.T) {
+	w := openWAL(t, vfs.NewFaultFS(), "/wal", nil)
+	defer w.Close()
+	for i := range 300 {
+		start := w.Durable()
+		p, err := w.Append([]byte("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_, err := w.WaitDurable(ctx, start)
+			done <- err
+		}()
+		if err := w.Sync(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("round %d: wait for a synced record: %v", i, err)
+		}
+	}
+}
