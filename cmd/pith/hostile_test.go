@@ -301,7 +301,7 @@ type hostileBody struct {
 func hostileBodies(t *testing.T) []hostileBody {
 	const (
 		lpMax       = 32 << 20  // ingest.DefaultMaxBodyBytes
-		lpAdmitted  = 9_500_000 // 12 bytes of memory per byte within the 120 MiB a large request may take
+		lpAdmitted  = 8_500_000 // 14 bytes of memory per byte within the 120 MiB a large request may take
 		rwAdmitted  = 1_400_000 // decoded; snappy-compressed about 2:1, reserved as 16:1, 10 bytes per decoded byte
 		largestBody = 16 << 20
 	)

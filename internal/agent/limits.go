@@ -28,10 +28,11 @@ var (
 // itself plus what it is parsed into, measured as the peak heap growth
 // of one maximal request (line protocol: a 120-byte row, a 40-byte field
 // and a 40-byte point for a line of about 30 bytes, and the slices'
-// growth; remote_write: per decoded byte, the samples and points; events
+// growth, plus about 2 for the tag table's road: an ID and a change per
+// point; remote_write: per decoded byte, the samples and points; events
 // and emoncms: the decoded values).
 const (
-	lineProtocolScale = 12
+	lineProtocolScale = 14
 	remoteWriteScale  = 10
 	emoncmsScale      = 8
 	eventsScale       = 4
@@ -101,7 +102,7 @@ const (
 
 // memoryHeadroom is what the process needs beside the budget: the tag
 // table, the store's head and caches, goroutines, the runtime.
-const memoryHeadroom = 24 << 20
+const memoryHeadroom = 8 << 20
 
 // setMemoryLimit makes the garbage collector keep the heap within the
 // budget plus memoryHeadroom, so that the memory of bodies and answers

@@ -369,4 +369,16 @@ func (t *Table) fanOut() {
 			s.push(t.cbuf)
 		}
 	}
+	// A large pushed batch grew the reused buffers: let them go rather
+	// than hold that memory for good.
+	if cap(t.cbuf) > maxKeptBatch {
+		t.cbuf = nil
+	}
+	if cap(t.abuf) > maxKeptBatch {
+		t.abuf = nil
+	}
 }
+
+// maxKeptBatch is the largest capacity, in entries, of the batch buffers
+// the table keeps between batches.
+const maxKeptBatch = 1 << 14
