@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -188,9 +189,24 @@ var soakMetrics = []soakMetric{
 func (s *soak) stability() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.plan
+	report, failures := judgeSoak(s.samples, s.plan)
+	for _, l := range report {
+		s.t.Log(l)
+	}
+	s.failures = append(s.failures, failures...)
+	first, last := s.samples[0], s.samples[len(s.samples)-1]
+	dw, dp := last.writeBytes-first.writeBytes, last.points-first.points
+	if dp > 0 {
+		s.t.Logf("device bytes written %d for %d stored points: %.1f B/point (%.1f B/point without the %d B backups copied)",
+			dw, dp, float64(dw)/float64(dp), float64(dw-s.backupBytes)/float64(dp), s.backupBytes)
+	}
+}
+
+// judgeSoak applies the stability rule to samples in time order and
+// returns a report line per reading and the failures.
+func judgeSoak(samples []soakSample, p soakPlan) (report, failures []string) {
 	var ref, rest []soakSample
-	for _, x := range s.samples {
+	for _, x := range samples {
 		switch {
 		case x.t >= p.warm && x.t < p.warm+p.ref:
 			ref = append(ref, x)
@@ -199,10 +215,9 @@ func (s *soak) stability() {
 		}
 	}
 	if len(ref) == 0 || len(rest) == 0 {
-		s.failures = append(s.failures, fmt.Sprintf("run too short to judge: %d reference and %d later samples", len(ref), len(rest)))
-		return
+		return nil, []string{fmt.Sprintf("run too short to judge: %d reference and %d later samples", len(ref), len(rest))}
 	}
-	first, last := s.samples[0], s.samples[len(s.samples)-1]
+	first, last := samples[0], samples[len(samples)-1]
 	for _, m := range soakMetrics {
 		vals := make([]float64, len(ref))
 		for i, x := range ref {
@@ -220,18 +235,63 @@ func (s *soak) stability() {
 			}
 		}
 		bound := level*1.10 + soakAllowance[m.name]
-		s.t.Logf("%-10s start %.0f, warm (median %v-%v) %.0f, end %.0f, max after %v %.0f at %v (bound %.0f, %+.1f%%)",
+		report = append(report, fmt.Sprintf("%-10s start %.0f, warm (median %v-%v) %.0f, end %.0f, max after %v %.0f at %v (bound %.0f, %+.1f%%)",
 			m.name, m.get(first), p.warm, p.warm+p.ref, level, m.get(last), p.warm+p.ref, peak, at.Round(time.Second),
-			bound, 100*(peak-level)/level)
+			bound, 100*(peak-level)/level))
 		if peak > bound {
-			s.failures = append(s.failures, fmt.Sprintf("%s grew from %.0f (median of %v-%v) to %.0f at %v: over 10%% + %.0f",
+			failures = append(failures, fmt.Sprintf("%s grew from %.0f (median of %v-%v) to %.0f at %v: over 10%% + %.0f",
 				m.name, level, p.warm, p.warm+p.ref, peak, at.Round(time.Second), soakAllowance[m.name]))
 		}
 	}
-	dw, dp := last.writeBytes-first.writeBytes, last.points-first.points
-	if dp > 0 {
-		s.t.Logf("device bytes written %d for %d stored points: %.1f B/point (%.1f B/point without the %d B backups copied)",
-			dw, dp, float64(dw)/float64(dp), float64(dw-s.backupBytes)/float64(dp), s.backupBytes)
+	return report, failures
+}
+
+// TestSoakJudges checks, without running a soak, that its two judges
+// catch what they are for: a counter that skips or repeats a value, and
+// a reading that grows past 10% of its post-warm-up level.
+func TestSoakJudges(t *testing.T) {
+	series := []struct {
+		name                string
+		vals                []float64
+		mod                 float64
+		gaps, missing, reps int
+	}{
+		{"consecutive", []float64{5, 6, 7, 8}, 0, 0, 0, 0},
+		{"wraps", []float64{65534, 65535, 0, 1}, 65536, 0, 0, 0},
+		{"gap", []float64{1, 2, 5, 6}, 0, 1, 2, 0},
+		{"repeat", []float64{1, 2, 2, 3}, 0, 0, 0, 1},
+		{"back", []float64{1, 2, 3, 1, 2}, 0, 0, 0, 1},
+	}
+	for _, c := range series {
+		r := &soakSeries{mod: c.mod}
+		for i, v := range c.vals {
+			r.add(int64(1000+100*i), v)
+		}
+		if r.gaps != c.gaps || r.missing != c.missing || r.rep != c.reps {
+			t.Errorf("%s: gaps %d missing %d repeats %d, want %d %d %d", c.name, r.gaps, r.missing, r.rep, c.gaps, c.missing, c.reps)
+		}
+	}
+	p := soakPlan{warm: time.Minute, ref: time.Minute}
+	run := func(fds func(min int) int64) []soakSample {
+		var s []soakSample
+		for m := range 10 {
+			s = append(s, soakSample{t: time.Duration(m) * time.Minute, rss: 100 << 20, goroutines: 50, fds: fds(m)})
+		}
+		return s
+	}
+	for _, c := range []struct {
+		name string
+		fds  func(min int) int64
+		fail bool
+	}{
+		{"steady", func(int) int64 { return 40 }, false},
+		{"warm-up growth", func(m int) int64 { return int64(10 + 30*min(m, 1)) }, false},
+		{"within allowance", func(m int) int64 { return int64(40 + min(m, 8)) }, false},
+		{"leak", func(m int) int64 { return int64(40 + 2*m) }, true},
+	} {
+		if _, f := judgeSoak(run(c.fds), p); (len(f) > 0) != c.fail {
+			t.Errorf("%s: failures %q, want failing %v", c.name, f, c.fail)
+		}
 	}
 }
 

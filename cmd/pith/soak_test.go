@@ -688,6 +688,7 @@ func (c *counterConn) Read(p []byte) (int, error) {
 // soakSeries is what the read-back of one counter tag found.
 type soakSeries struct {
 	tag                string
+	mod                float64 // the counter's modulus; 0: none
 	n                  int
 	firstTS, lastTS    int64
 	first, last        float64
@@ -701,9 +702,7 @@ type soakSeries struct {
 // readSeries reads a tag's raw samples in [from, to) page by page and
 // checks that its values count up by one (modulo mod when not 0).
 func (s *soak) readSeries(tag string, from, to int64, mod float64) (*soakSeries, error) {
-	r := &soakSeries{tag: tag}
-	var prevTS int64
-	var prev float64
+	r := &soakSeries{tag: tag, mod: mod}
 	for from < to {
 		q := url.Values{"tag": {tag}, "agg": {"raw"}, "from": {itoa(from)}, "to": {itoa(to)}, "points": {itoa(soakRawPage)}}
 		code, body, err := s.do("GET", "/api/v1/data?"+q.Encode(), "", nil)
@@ -715,41 +714,44 @@ func (s *soak) readSeries(tag string, from, to int64, mod float64) (*soakSeries,
 			return nil, fmt.Errorf("decode %s: %w", tag, err)
 		}
 		for _, p := range page.Points {
-			ts, v := int64(p[0]), p[1]
-			if r.n == 0 {
-				r.firstTS, r.first = ts, v
-			} else {
-				d := v - prev
-				if mod > 0 {
-					d = math.Mod(d+mod, mod)
-				}
-				switch {
-				case d == 1:
-				case d > 1:
-					r.gaps++
-					r.missing += int(d) - 1
-				default:
-					r.rep++
-				}
-				if d != 1 && r.worst == "" {
-					r.worst = fmt.Sprintf("%v at %d after %v at %d", v, ts, prev, prevTS)
-				}
-				if ts == prevTS {
-					r.dupTS++
-				}
-				r.maxDT = max(r.maxDT, ts-prevTS)
-			}
-			r.n++
-			prevTS, prev = ts, v
-			r.ts = append(r.ts, ts)
+			r.add(int64(p[0]), p[1])
 		}
 		if len(page.Points) < soakRawPage {
 			break
 		}
-		from = prevTS + 1
+		from = r.lastTS + 1
 	}
-	r.lastTS, r.last = prevTS, prev
 	return r, nil
+}
+
+// add checks the next sample against the previous one.
+func (r *soakSeries) add(ts int64, v float64) {
+	if r.n == 0 {
+		r.firstTS, r.first = ts, v
+	} else {
+		d := v - r.last
+		if r.mod > 0 {
+			d = math.Mod(d+r.mod, r.mod)
+		}
+		switch {
+		case d == 1:
+		case d > 1:
+			r.gaps++
+			r.missing += int(d) - 1
+		default:
+			r.rep++
+		}
+		if d != 1 && r.worst == "" {
+			r.worst = fmt.Sprintf("%v at %d after %v at %d", v, ts, r.last, r.lastTS)
+		}
+		if ts == r.lastTS {
+			r.dupTS++
+		}
+		r.maxDT = max(r.maxDT, ts-r.lastTS)
+	}
+	r.n++
+	r.lastTS, r.last = ts, v
+	r.ts = append(r.ts, ts)
 }
 
 // soakTags lists the counter tags with their modulus (0: none) and the
