@@ -301,10 +301,10 @@ func (s *soak) writeOutputs() {
 	defer s.mu.Unlock()
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
-	w.Write([]string{"t_s", "rss_bytes", "rss_anon_bytes", "goroutines", "fds", "write_bytes", "stored_points", "heap_bytes"})
+	w.Write([]string{"t_s", "rss_bytes", "rss_anon_bytes", "goroutines", "fds", "write_bytes", "stored_points", "heap_bytes", "store_bytes"})
 	for _, x := range s.samples {
 		w.Write([]string{strconv.FormatFloat(x.t.Seconds(), 'f', 1, 64), itoa(x.rss), itoa(x.rssAnon), itoa(x.goroutines),
-			itoa(x.fds), itoa(x.writeBytes), itoa(x.points), itoa(x.heap)})
+			itoa(x.fds), itoa(x.writeBytes), itoa(x.points), itoa(x.heap), itoa(x.storeBytes)})
 	}
 	w.Flush()
 	var svg bytes.Buffer

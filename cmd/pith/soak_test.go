@@ -183,7 +183,7 @@ type soakSample struct {
 	rss, rssAnon       int64         // VmRSS, RssAnon (bytes)
 	goroutines, fds    int64
 	writeBytes, points int64 // /proc/PID/io write_bytes; pith.sys.store.points
-	heap               int64
+	heap, storeBytes   int64 // pith.sys.process.heap_bytes, pith.sys.store.bytes
 }
 
 func (s *soak) fail(format string, args ...any) {
@@ -559,7 +559,7 @@ func (s *soak) sample() {
 	}
 	m := s.metrics()
 	sm.goroutines, sm.heap = int64(m["pith_sys_process_goroutines"]), int64(m["pith_sys_process_heap_bytes"])
-	sm.points = int64(m["pith_sys_store_points"])
+	sm.points, sm.storeBytes = int64(m["pith_sys_store_points"]), int64(m["pith_sys_store_bytes"])
 	s.mu.Lock()
 	s.samples = append(s.samples, sm)
 	s.mu.Unlock()
