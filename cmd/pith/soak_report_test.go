@@ -51,6 +51,7 @@ func (s *soak) finish() {
 	if mb := series["soak.mb.c32"]; mb != nil {
 		s.pauses(mb)
 	}
+	s.logWarnings()
 	s.checkPostgres(tags, series)
 	s.checkNATS()
 	m := s.metrics()
@@ -101,6 +102,20 @@ func (s *soak) pauses(mb *soakSeries) {
 			e.took.Round(time.Millisecond), e.note, longest(e.at.Add(-time.Second), e.at.Add(e.took+5*time.Second)))
 	}
 	s.t.Logf("longest Modbus interval of the run %d ms (period %v)", mb.maxDT, soakMBPeriod)
+}
+
+// logWarnings repeats pith's warnings and errors, which explain most gaps
+// (a poll that timed out, a reconnection).
+func (s *soak) logWarnings() {
+	var n int
+	for line := range strings.Lines(readFull(s.proc.log)) {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			if n++; n <= 20 {
+				s.t.Logf("pith: %s", strings.TrimSpace(line))
+			}
+		}
+	}
+	s.t.Logf("pith logged %d warnings and errors", n)
 }
 
 // checkPostgres waits until the forwarded counters reach PostgreSQL (as
