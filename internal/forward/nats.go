@@ -217,7 +217,12 @@ func (s *NATSSink) Send(ctx context.Context, b Batch) error {
 
 // publish starts publishing msg with id.
 func (s *NATSSink) publish(ctx context.Context, msg *nats.Msg, id string) error {
-	f, err := s.js.PublishMsgAsync(msg, jetstream.WithMsgID(id))
+	// No retries inside the client: its retry on "no responders" (a
+	// stream between leaders) writes the message's reply subject from the
+	// reply goroutine while PublishMsgAsync's own deferred reset writes it
+	// too, a data race in nats.go v1.37. The future then fails and the
+	// forwarder resends the batch itself, deduplicated by its message id.
+	f, err := s.js.PublishMsgAsync(msg, jetstream.WithMsgID(id), jetstream.WithRetryAttempts(0))
 	if err != nil {
 		return s.publishErr(id, err)
 	}
