@@ -77,7 +77,7 @@ func runBackup(args []string) error {
 	defer stop()
 	base := *url
 	if base == "" {
-		cfg, err := loadConfig(*cfgPath, *data, "")
+		cfg, err := config.LoadFor(*cfgPath, *data, "")
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pith-historian/pith/internal/agent"
 	"github.com/pith-historian/pith/internal/bench"
 )
 
@@ -71,7 +72,7 @@ func runBenchAll(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	rep, err := bench.RunAll(ctx, bench.Options{Quick: *quick, DatasetDir: *datasets, Exe: exe, WorkDir: *work,
-		Out: os.Stderr, Log: newLogger("error")})
+		Out: os.Stderr, Log: agent.NewLogger("error")})
 	if err != nil {
 		return err
 	}

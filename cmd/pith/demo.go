@@ -88,7 +88,7 @@ func demo(ctx context.Context, dir, listen string, out io.Writer, ready func(add
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	log := newLogger("info")
+	log := agent.NewLogger("info")
 
 	simCtx, stopSim := context.WithCancel(ctx)
 	var sim sync.WaitGroup

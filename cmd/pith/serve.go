@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -27,15 +26,15 @@ func runServe(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return flagErr(err)
 	}
-	cfg, err := loadConfig(*cfgPath, *data, *listen)
+	cfg, err := config.LoadFor(*cfgPath, *data, *listen)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	opts := agent.Options{Config: cfg, Logger: newLogger(cfg.Log.Level)}
+	opts := agent.Options{Config: cfg, Logger: agent.NewLogger(cfg.Log.Level)}
 	if *cfgPath != "" {
-		opts.Load = func() (*config.Config, error) { return loadConfig(*cfgPath, *data, *listen) }
+		opts.Load = func() (*config.Config, error) { return config.LoadFor(*cfgPath, *data, *listen) }
 	}
 	return agent.Run(ctx, opts)
 }
@@ -46,35 +45,6 @@ func flagErr(err error) error {
 		os.Exit(0)
 	}
 	return err
-}
-
-// loadConfig reads the file (or the defaults) and applies flag overrides.
-func loadConfig(path, data, listen string) (*config.Config, error) {
-	cfg := config.Default()
-	if path != "" {
-		var err error
-		if cfg, err = config.Load(path); err != nil {
-			return nil, err
-		}
-	}
-	if data != "" {
-		cfg.Store.Dir = data
-	}
-	if listen != "" {
-		cfg.HTTP.Listen = listen
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	return cfg, nil
-}
-
-func newLogger(level string) *slog.Logger {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		l = slog.LevelInfo
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
 }
 
 func runCheckConfig(args []string) error {

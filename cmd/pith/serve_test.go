@@ -109,7 +109,7 @@ func startServe(t testing.TB, ctx context.Context, cfg *config.Config) *testServ
 	upc := make(chan up, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- agent.Run(ctx, agent.Options{Config: cfg, Logger: newLogger("warn"),
+		done <- agent.Run(ctx, agent.Options{Config: cfg, Logger: agent.NewLogger("warn"),
 			Ready: func(addr string, p *plant.Plant) { upc <- up{addr, p} }})
 	}()
 	s := &testServer{}

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -258,4 +259,14 @@ func (h *health) err() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// NewLogger returns the text logger `pith serve` writes to stderr at the
+// given level ("debug", "info", "warn", "error"; info when unknown).
+func NewLogger(level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
 }

@@ -71,7 +71,7 @@ limit = 90.0
 			}
 			defer p.Stop()
 			h := &health{}
-			au := newAutomation(cfg, p, h, newLogger("error"))
+			au := newAutomation(cfg, p, h, NewLogger("error"))
 			if tc.broken {
 				au.tab = brokenTable{p.Table()}
 			}

@@ -74,7 +74,7 @@ func startInstance(t testing.TB, cfg *config.Config) *instance {
 	in := &instance{cancel: cancel, done: make(chan error, 1)}
 	ready := make(chan struct{})
 	go func() {
-		in.done <- serve(ctx, cfg, newLogger(cfg.Log.Level), func(addr string, p *plant.Plant) {
+		in.done <- serve(ctx, cfg, NewLogger(cfg.Log.Level), func(addr string, p *plant.Plant) {
 			in.base, in.p = "http://"+addr, p
 			close(ready)
 		})

@@ -44,7 +44,7 @@ func TestServeForwardsToNATS(t *testing.T) {
 	plants := make(chan *plant.Plant, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, cfg, newLogger("warn"), func(_ string, p *plant.Plant) { plants <- p })
+		done <- serve(ctx, cfg, NewLogger("warn"), func(_ string, p *plant.Plant) { plants <- p })
 	}()
 	var p *plant.Plant
 	select {
@@ -67,7 +67,7 @@ func TestServeForwardsToNATS(t *testing.T) {
 				}
 			}
 			return nil
-		}}, newLogger("warn"))
+		}}, NewLogger("warn"))
 	select {
 	case pt := <-got:
 		if pt.T != now || pt.V != 61.5 {

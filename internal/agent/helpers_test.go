@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"log/slog"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -27,33 +26,6 @@ func withConfigLoader(ctx context.Context, load func() (*config.Config, error)) 
 	return context.WithValue(ctx, configLoaderKey{}, load)
 }
 
-// loadConfig reads and validates a config file, with the data directory
-// and listen address overridden when set, as `pith serve` does.
-func loadConfig(path, data, listen string) (*config.Config, error) {
-	cfg, err := config.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	if data != "" {
-		cfg.Store.Dir = data
-	}
-	if listen != "" {
-		cfg.HTTP.Listen = listen
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	return cfg, nil
-}
-
-func newLogger(level string) *slog.Logger {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		l = slog.LevelInfo
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
-}
-
 // testServer is a Pith running in-process for a test.
 type testServer struct {
 	URL   string // http://host:port
@@ -74,7 +46,7 @@ func startServe(t testing.TB, ctx context.Context, cfg *config.Config) *testServ
 	upc := make(chan up, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, cfg, newLogger("warn"), func(addr string, p *plant.Plant) { upc <- up{addr, p} })
+		done <- serve(ctx, cfg, NewLogger("warn"), func(addr string, p *plant.Plant) { upc <- up{addr, p} })
 	}()
 	s := &testServer{}
 	select {

@@ -60,7 +60,7 @@ func TestServeNotifiesSystemd(t *testing.T) {
 	addrc := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, cfg, newLogger("warn"), func(addr string, _ *plant.Plant) { addrc <- addr })
+		done <- serve(ctx, cfg, NewLogger("warn"), func(addr string, _ *plant.Plant) { addrc <- addr })
 	}()
 	var addr string
 	select {
@@ -96,6 +96,6 @@ func TestServeNotifiesSystemd(t *testing.T) {
 // systemd.
 func TestServeWithoutNotifySocket(t *testing.T) {
 	t.Setenv(sdnotify.EnvSocket, "")
-	stop := notifyReady(context.Background(), "127.0.0.1:1", nil, newLogger("error"))
+	stop := notifyReady(context.Background(), "127.0.0.1:1", nil, NewLogger("error"))
 	stop()
 }

@@ -109,12 +109,12 @@ func newReloadRig(t *testing.T) *reloadRig {
 	t.Cleanup(r.up.Close)
 	r.path = filepath.Join(r.dir, "pith.toml")
 	r.write(r.base("one", r.hash1))
-	cfg, err := loadConfig(r.path, "", "")
+	cfg, err := config.LoadFor(r.path, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.a = New(Options{Config: cfg, Logger: newLogger("error"),
-		Load: func() (*config.Config, error) { return loadConfig(r.path, "", "") }})
+	r.a = New(Options{Config: cfg, Logger: NewLogger("error"),
+		Load: func() (*config.Config, error) { return config.LoadFor(r.path, "", "") }})
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := r.a.Start(ctx); err != nil {
 		cancel()

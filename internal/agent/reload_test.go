@@ -61,11 +61,11 @@ tags = [ { name = "plc.v", register = "holding:5", type = "uint16" } ]
 		}
 	}
 	write(fmt.Sprintf(base, "one", hash1))
-	cfg, err := loadConfig(path, "", "")
+	cfg, err := config.LoadFor(path, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := startServe(t, withConfigLoader(context.Background(), func() (*config.Config, error) { return loadConfig(path, "", "") }), cfg)
+	srv := startServe(t, withConfigLoader(context.Background(), func() (*config.Config, error) { return config.LoadFor(path, "", "") }), cfg)
 	url, p := srv.URL, srv.Plant
 	do := func(method, path, key string) (int, string) {
 		t.Helper()
@@ -167,11 +167,11 @@ func TestReloadForwarders(t *testing.T) {
 		}
 	}
 	write(base)
-	cfg, err := loadConfig(path, "", "")
+	cfg, err := config.LoadFor(path, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := startServe(t, withConfigLoader(context.Background(), func() (*config.Config, error) { return loadConfig(path, "", "") }), cfg)
+	srv := startServe(t, withConfigLoader(context.Background(), func() (*config.Config, error) { return config.LoadFor(path, "", "") }), cfg)
 	url, p := srv.URL, srv.Plant
 	reload := func() {
 		t.Helper()

@@ -73,7 +73,7 @@ func TestRouteScopes(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Store.Dir = t.TempDir()
-	a := New(Options{Config: cfg, Logger: newLogger("error")})
+	a := New(Options{Config: cfg, Logger: NewLogger("error")})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := a.Start(ctx); err != nil {

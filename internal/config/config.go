@@ -351,6 +351,29 @@ func Default() *Config {
 	}
 }
 
+// LoadFor is the config `pith serve` runs: the file at path (the defaults
+// when path is empty), with the data directory and listen address
+// replaced when set, validated again after the replacement.
+func LoadFor(path, dataDir, listen string) (*Config, error) {
+	cfg := Default()
+	if path != "" {
+		var err error
+		if cfg, err = Load(path); err != nil {
+			return nil, err
+		}
+	}
+	if dataDir != "" {
+		cfg.Store.Dir = dataDir
+	}
+	if listen != "" {
+		cfg.HTTP.Listen = listen
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
 // Load reads, decodes and validates the configuration file at path. Its
 // errors start with the path.
 func Load(path string) (*Config, error) {
