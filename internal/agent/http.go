@@ -15,6 +15,7 @@ import (
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/diag"
 	"github.com/pith-historian/pith/internal/ingest"
+	"github.com/pith-historian/pith/internal/netaddr"
 	"github.com/pith-historian/pith/internal/plant"
 	"github.com/pith-historian/pith/internal/promapi"
 	"github.com/pith-historian/pith/internal/store"
@@ -179,7 +180,7 @@ func limitRemote(l *api.RateLimiter, h http.Handler) http.Handler {
 	limited := l.Wrap(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, _ := net.SplitHostPort(r.RemoteAddr)
-		if api.KeyName(r.Context()) == "" && api.IsLoopback(host) {
+		if api.KeyName(r.Context()) == "" && netaddr.IsLoopback(host) {
 			h.ServeHTTP(w, r)
 			return
 		}

@@ -21,7 +21,7 @@ func CheckExposure(addr string, haveKeys, authNone bool) error {
 	if err != nil {
 		return fmt.Errorf("check listen address %q: %w", addr, err)
 	}
-	if IsLoopback(host) {
+	if netaddr.IsLoopback(host) {
 		return nil
 	}
 	shown := host
@@ -31,7 +31,3 @@ func CheckExposure(addr string, haveKeys, authNone bool) error {
 	return fmt.Errorf("refuse to listen on %s (%s) without API keys: add keys to [[http.keys]], "+
 		"listen on 127.0.0.1, or write auth = \"none\" to serve anyone who can reach it", addr, shown)
 }
-
-// IsLoopback reports whether host (an IP or "localhost", without port)
-// is reachable from this machine only; see netaddr.IsLoopback.
-func IsLoopback(host string) bool { return netaddr.IsLoopback(host) }
