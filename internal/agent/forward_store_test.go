@@ -43,7 +43,7 @@ func TestImportTakesTheRoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fo.Close()
-	r := newRoad(db, tab, log)
+	r := newRoad(db, tab)
 	ctx := context.Background()
 
 	// Rolled back: nothing reaches the table.

@@ -38,7 +38,7 @@ func (in *inputs) Start(ctx context.Context) error {
 	cfg := in.cfg
 	// Imports and push inputs take the road through the tag table
 	// (road.go), behind their [[input]] chains.
-	wr, err := withInputChains(newRoad(in.db, in.plant.Table(), in.log),
+	wr, err := withInputChains(newRoad(in.db, in.plant.Table()),
 		cfg, in.db, in.log)
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"log/slog"
 
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/ingest"
@@ -44,13 +43,12 @@ type road struct {
 	api.Store
 	db  *store.DB
 	tab *tag.Table
-	log *slog.Logger
 }
 
 var _ writer = (*road)(nil)
 
-func newRoad(db *store.DB, tab *tag.Table, log *slog.Logger) *road {
-	return &road{Store: api.WrapDB(db), db: db, tab: tab, log: log}
+func newRoad(db *store.DB, tab *tag.Table) *road {
+	return &road{Store: api.WrapDB(db), db: db, tab: tab}
 }
 
 // Write is the road of pushed points.
