@@ -321,3 +321,13 @@ func span(b Batch) (oldest, newest int64) {
 	}
 	return oldest, newest
 }
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
