@@ -118,7 +118,7 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineResult, error
 		go func() {
 			defer close(done)
 			defer cancel()
-			if err := sleepUntil(fctx, start.Add(o.Duration)); err != nil {
+			if err := diag.SleepUntil(fctx, start.Add(o.Duration)); err != nil {
 				freezeErr = err
 				return
 			}
@@ -187,22 +187,6 @@ func pace(ctx context.Context, rate float64, tags int, start time.Time, produce 
 			produce()
 			due = due.Add(every)
 		}
-		sleepUntil(ctx, due)
-	}
-}
-
-// sleepUntil sleeps until t or until ctx ends, returning ctx's error then.
-func sleepUntil(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-tm.C:
-		return nil
+		diag.SleepUntil(ctx, due)
 	}
 }

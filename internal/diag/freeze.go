@@ -105,12 +105,12 @@ func RunFreeze(ctx context.Context, q Freezer, o FreezeOptions, emit func(Freeze
 	end := start.Add(o.Freeze)
 	for next := start.Add(o.Tick); ; next = next.Add(o.Tick) {
 		if !next.Before(end) {
-			if err := sleepUntil(ctx, end); err != nil {
+			if err := SleepUntil(ctx, end); err != nil {
 				return abort(err)
 			}
 			break
 		}
-		if err := sleepUntil(ctx, next); err != nil {
+		if err := SleepUntil(ctx, next); err != nil {
 			return abort(err)
 		}
 		if err := tick("frozen", time.Now(), q.Stats()); err != nil {
@@ -133,7 +133,7 @@ func RunFreeze(ctx context.Context, q Freezer, o FreezeOptions, emit func(Freeze
 	nextTick := resume.Add(o.Tick)
 	var s archive.Stats
 	for {
-		if err := sleepUntil(ctx, time.Now().Add(o.Poll)); err != nil {
+		if err := SleepUntil(ctx, time.Now().Add(o.Poll)); err != nil {
 			return sum, err
 		}
 		now := time.Now()
@@ -167,7 +167,8 @@ func RunFreeze(ctx context.Context, q Freezer, o FreezeOptions, emit func(Freeze
 	return sum, nil
 }
 
-func sleepUntil(ctx context.Context, t time.Time) error {
+// SleepUntil sleeps until t or until ctx ends, returning ctx's error then.
+func SleepUntil(ctx context.Context, t time.Time) error {
 	d := time.Until(t)
 	if d <= 0 {
 		return ctx.Err()
