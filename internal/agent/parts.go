@@ -60,6 +60,9 @@ func storeOptions(c config.Store, log *slog.Logger) store.Options {
 	if c.ForwardMaxBytes > 0 {
 		o.FollowMaxBytes = c.ForwardMaxBytes
 	}
+	if c.QueryCacheBytes > 0 {
+		o.SetQueryCacheBytes(c.QueryCacheBytes)
+	}
 	return o
 }
 

@@ -285,6 +285,9 @@ type Store struct {
 	// oldest unsent values are released and counted as dropped. 0 is
 	// 1 GiB.
 	ForwardMaxBytes int64 `toml:"forward_max_bytes"`
+	// QueryCacheBytes bounds what queries keep decoded in memory (rollup
+	// tiers and raw chunks at bucket edges); 0 is DefaultQueryCacheBytes.
+	QueryCacheBytes int64 `toml:"query_cache_bytes"`
 }
 
 // Defaults of the values Default and Parse fill in.

@@ -99,6 +99,9 @@ func (s *Store) validate(add func(key, format string, args ...any)) {
 	if s.RetentionRollups < 0 {
 		add("store.retention_rollups", "must not be negative (0 keeps data forever), got %s", s.RetentionRollups)
 	}
+	if s.QueryCacheBytes < 0 {
+		add("store.query_cache_bytes", "must not be negative (0 is the default), got %d", s.QueryCacheBytes)
+	}
 	if s.ForwardMaxBytes < 0 {
 		add("store.forward_max_bytes", "must not be negative (0 is 1 GiB), got %d", s.ForwardMaxBytes)
 	}

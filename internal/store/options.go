@@ -48,6 +48,19 @@ type Options struct {
 	Now func() time.Time
 }
 
+// DefaultQueryCacheBytes is the memory queries keep decoded when the
+// config says nothing: a fifth for rollup tiers, the rest for the raw
+// chunks at bucket edges, which long charts need most (1000 buckets
+// over years touch 1000 edge chunks).
+const DefaultQueryCacheBytes = 40 << 20
+
+// SetQueryCacheBytes shares n bytes between the two query caches as the
+// default does.
+func (o *Options) SetQueryCacheBytes(n int64) {
+	o.TierCacheBytes = int(n / 5)
+	o.ChunkCacheBytes = int(n - n/5)
+}
+
 // DefaultOptions returns the options Pith runs with when the config says nothing.
 func DefaultOptions() Options {
 	return Options{
@@ -58,8 +71,8 @@ func DefaultOptions() Options {
 		MaxRunsPerPart:  8,
 		BulkPoints:      1 << 16,
 		FollowMaxBytes:  DefaultFollowMaxBytes,
-		TierCacheBytes:  8 << 20,
-		ChunkCacheBytes: 32 << 20,
+		TierCacheBytes:  DefaultQueryCacheBytes / 5,
+		ChunkCacheBytes: DefaultQueryCacheBytes - DefaultQueryCacheBytes/5,
 		Logger:          slog.Default(),
 		Now:             time.Now,
 	}
