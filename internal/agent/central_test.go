@@ -75,22 +75,39 @@ func TestCentralEndToEnd(t *testing.T) {
 // producer changes tags out.0 ... out.<n-1> of an edge every 10 ms, each
 // tick at its own timestamp, as a scan of n registers would.
 type producer struct {
-	n     int
-	base  int64 // timestamp of tick 0
-	ticks int64 // ticks produced
+	n      int
+	prefix string // tag names start with it; "" is "out."
+	base   int64  // timestamp of tick 0
+	ticks  int64  // ticks produced
 }
 
 // run produces for d.
 func (pr *producer) run(t testing.TB, in *instance, d time.Duration) {
 	t.Helper()
+	stop := make(chan struct{})
+	time.AfterFunc(d, func() { close(stop) })
+	pr.runUntil(t, in, stop)
+}
+
+// runUntil produces until stop is closed. A tick that takes longer than
+// 10 ms delays the next one: the achieved rate is ticks over the time.
+func (pr *producer) runUntil(t testing.TB, in *instance, stop <-chan struct{}) {
+	t.Helper()
+	prefix := pr.prefix
+	if prefix == "" {
+		prefix = "out."
+	}
 	tk := time.NewTicker(10 * time.Millisecond)
 	defer tk.Stop()
-	end := time.Now().Add(d)
 	pts := make([]model.Point, pr.n)
-	for time.Now().Before(end) {
-		<-tk.C
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tk.C:
+		}
 		for i := range pts {
-			pts[i] = model.Point{Tag: "out." + strconv.Itoa(i), T: pr.base + pr.ticks, V: float64(pr.ticks)}
+			pts[i] = model.Point{Tag: prefix + strconv.Itoa(i), T: pr.base + pr.ticks, V: float64(pr.ticks)}
 		}
 		in.update(t, pts)
 		pr.ticks++
