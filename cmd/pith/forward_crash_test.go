@@ -44,7 +44,7 @@ const (
 // random. At the end every value of the edge's store is in PostgreSQL
 // (one row per tag and time, same value), in the stream (every message id
 // once) and in the central pith, and nothing is upstream that the edge
-// does not hold. 10 cycles, 100 with PITH_LONG=1:
+// does not hold. 100 cycles, 1,000 with PITH_LONG=1:
 //
 //	PITH_TEST_PG=postgres://postgres@127.0.0.1:5432/test go test -run KillForwarding -v ./cmd/pith/
 func TestKillForwarding(t *testing.T) {
@@ -57,9 +57,9 @@ func TestKillForwarding(t *testing.T) {
 	}
 	natsBin := natsServerBin(t)
 	bin := buildPith(t)
-	cycles := 10
+	cycles := 100
 	if os.Getenv("PITH_LONG") == "1" {
-		cycles = 100
+		cycles = 1000
 	}
 	tmp := t.TempDir()
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
