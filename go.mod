@@ -17,7 +17,7 @@ require (
 	github.com/simonvetter/modbus v1.6.3
 	golang.org/x/net v0.30.0
 	golang.org/x/sys v0.38.0
-	google.golang.org/protobuf v1.34.2
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
@@ -58,3 +58,5 @@ require (
 	golang.org/x/text v0.19.0 // indirect
 	golang.org/x/tools v0.26.0 // indirect
 )
+
+replace github.com/expr-lang/expr => ./third_party/expr
