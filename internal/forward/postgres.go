@@ -486,7 +486,7 @@ func (r *pgStageRows) appendCopy(b []byte) []byte {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(tag)))
 		b = append(b, tag...)
 		b = binary.BigEndian.AppendUint32(b, 8)
-		b = append(b, pgTimestamp(p.T)...)
+		b = binary.BigEndian.AppendUint64(b, uint64(pgMicros(p.T)))
 		b = binary.BigEndian.AppendUint32(b, 8)
 		b = binary.BigEndian.AppendUint64(b, math.Float64bits(p.V))
 		b = binary.BigEndian.AppendUint32(b, 2)
@@ -502,16 +502,19 @@ const pgEpochMillis = 946_684_800_000
 // 2000-01-01); beyond what a microsecond count holds, -infinity or
 // infinity, which is what such a bound of a delete range means.
 func pgTimestamp(ms int64) []byte {
-	var us int64
+	return binary.BigEndian.AppendUint64(nil, uint64(pgMicros(ms)))
+}
+
+// pgMicros is pgTimestamp's microsecond count.
+func pgMicros(ms int64) int64 {
 	switch d := ms - pgEpochMillis; {
 	case ms < math.MinInt64+pgEpochMillis || d < math.MinInt64/1000:
-		us = math.MinInt64 // -infinity
+		return math.MinInt64 // -infinity
 	case d > math.MaxInt64/1000:
-		us = math.MaxInt64 // infinity
+		return math.MaxInt64 // infinity
 	default:
-		us = d * 1000
+		return d * 1000
 	}
-	return binary.BigEndian.AppendUint64(nil, uint64(us))
 }
 
 // pgParam is one statement parameter: text, or a binary timestamptz.
