@@ -35,7 +35,7 @@ type S3Options struct {
 // S3 uploads sink files to an S3-compatible object store with single
 // PUT requests signed with AWS Signature Version 4. It is the one S3 call
 // Pith makes, so it is written here rather than linked from a general S3
-// SDK (which brought 1.2 MB to the binary).
+// SDK (which brought 1.3 MB to the binary).
 type S3 struct {
 	o      S3Options
 	client *http.Client
