@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/nats-io/nats.go"
 
 	"github.com/pith-historian/pith/internal/store/vfs"
@@ -325,49 +323,6 @@ func (c *Collector) Backlog() Backlog {
 	}
 	c.upMu.Unlock()
 	return b
-}
-
-// S3Options configure an S3 uploader.
-type S3Options struct {
-	Endpoint  string // host:port of the S3-compatible service
-	Secure    bool   // HTTPS
-	Region    string // "" lets the client ask the service
-	Bucket    string
-	Prefix    string // prepended to each file's path ("site1/" gives site1/2026/11/22/...)
-	AccessKey string
-	SecretKey string
-}
-
-// S3 uploads sink files to an S3-compatible object store.
-type S3 struct {
-	cl     *minio.Client
-	bucket string
-	prefix string
-}
-
-// NewS3 returns an uploader for o. It does not contact the service.
-func NewS3(o S3Options) (*S3, error) {
-	cl, err := minio.New(o.Endpoint, &minio.Options{
-		Creds:  credentials.NewStaticV4(o.AccessKey, o.SecretKey, ""),
-		Secure: o.Secure,
-		Region: o.Region,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("s3 client for %s: %w", o.Endpoint, err)
-	}
-	return &S3{cl: cl, bucket: o.Bucket, prefix: o.Prefix}, nil
-}
-
-// Upload puts r under prefix+key, with a Content-MD5 the service checks.
-func (s *S3) Upload(ctx context.Context, key string, r io.Reader, size int64) error {
-	ct := "application/gzip"
-	if strings.HasSuffix(key, ".zst") {
-		ct = "application/zstd"
-	}
-	_, err := s.cl.PutObject(ctx, s.bucket, s.prefix+key, r, size, minio.PutObjectOptions{
-		ContentType: ct, SendContentMd5: true, DisableMultipart: size < 64<<20,
-	})
-	return err
 }
 
 // NATSObjects uploads sink files to a NATS JetStream object store bucket

@@ -1,10 +1,13 @@
 package forward
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,7 +15,6 @@ import (
 
 	"github.com/pith-historian/pith/internal/model"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -27,8 +29,7 @@ const (
 	pgSQLStateUndefinedTable  = "42P01"              // the table was dropped after the sink created it
 
 	// The range of timestamptz in Unix ms: 4714-11-24 BC to the end of
-	// 294276 AD. pgx does not check it, and past it the microsecond count
-	// overflows.
+	// 294276 AD. Past it the microsecond count overflows.
 	pgMinMillis = -210_866_803_200_000
 	pgMaxMillis = 9_224_318_015_999_999
 )
@@ -64,18 +65,19 @@ type PostgresOptions struct {
 type PostgresSink struct {
 	opts   PostgresOptions
 	log    *slog.Logger
-	cfg    *pgx.ConnConfig
-	ident  pgx.Identifier
+	cfg    *pgconn.Config
+	ident  pgIdent
 	table  string // quoted, schema-qualified when given
 	upsert string // the staging-to-table statement
 	delete string // the statement applying a forwarded delete
 
 	mu     sync.Mutex
-	conn   *pgx.Conn
+	conn   *pgconn.PgConn
 	ready  bool          // the table is known to exist
 	pts    []model.Point // decoded batch
 	sorted []model.Point // pts by tag and time, last wins
 	stage  pgStageRows
+	copy   []byte // the COPY body being built
 	closed bool
 
 	upserts atomic.Uint64
@@ -98,9 +100,9 @@ func NewPostgresSink(opts PostgresOptions, log *slog.Logger) (*PostgresSink, err
 	if err != nil {
 		return nil, fmt.Errorf("create postgres sink: %w", err)
 	}
-	cfg, err := pgx.ParseConfig(opts.URL)
+	cfg, err := pgconn.ParseConfig(opts.URL)
 	if err != nil {
-		// pgx's message may quote the URL, password included.
+		// pgconn's message may quote the URL, password included.
 		return nil, errors.New("create postgres sink: cannot parse url")
 	}
 	if cfg.ConnectTimeout == 0 {
@@ -125,7 +127,7 @@ func NewPostgresSink(opts PostgresOptions, log *slog.Logger) (*PostgresSink, err
 }
 
 // parseTableName splits "schema.table" or "table" into an identifier.
-func parseTableName(name string) (pgx.Identifier, error) {
+func parseTableName(name string) (pgIdent, error) {
 	parts := strings.Split(name, ".")
 	if len(parts) > 2 {
 		return nil, fmt.Errorf("parse table name %q: want table or schema.table", name)
@@ -135,7 +137,7 @@ func parseTableName(name string) (pgx.Identifier, error) {
 			return nil, fmt.Errorf("parse table name %q: empty or invalid part", name)
 		}
 	}
-	return pgx.Identifier(parts), nil
+	return pgIdent(parts), nil
 }
 
 // Table returns the quoted name of the table the sink writes.
@@ -182,15 +184,18 @@ func (s *PostgresSink) Connect(ctx context.Context) error {
 
 // write stores entries in one transaction: each run of point entries
 // between deletes as one upsert (writePoints), each delete as a DELETE.
-func (s *PostgresSink) write(ctx context.Context, entries []Entry) error {
-	tx, err := s.conn.Begin(ctx)
-	if err != nil {
+func (s *PostgresSink) write(ctx context.Context, entries []Entry) (err error) {
+	if err := s.exec(ctx, "BEGIN"); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	defer tx.Rollback(context.Background()) // after Commit, a no-op
+	defer func() {
+		if err != nil && !s.conn.IsClosed() {
+			_ = s.exec(context.Background(), "ROLLBACK")
+		}
+	}()
 	for len(entries) > 0 {
 		if d := entries[0].Delete; d != nil {
-			if _, err := tx.Exec(ctx, s.delete, siteTag(s.opts.Site, d.Tag), time.UnixMilli(d.From), time.UnixMilli(d.To)); err != nil {
+			if err := s.execParams(ctx, s.delete, pgText(siteTag(s.opts.Site, d.Tag)), pgTime(d.From), pgTime(d.To)); err != nil {
 				return fmt.Errorf("delete %s [%d, %d) from %s: %w", d.Tag, d.From, d.To, s.table, err)
 			}
 			entries = entries[1:]
@@ -206,56 +211,95 @@ func (s *PostgresSink) write(ctx context.Context, entries []Entry) error {
 		}
 		// ON CONFLICT DO UPDATE refuses to touch one row twice in a statement.
 		s.sorted = lastWins(s.sorted[:0], s.pts)
-		if err := s.writePoints(ctx, tx, s.sorted); err != nil {
+		if err := s.writePoints(ctx, s.sorted); err != nil {
 			return err
 		}
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := s.exec(ctx, "COMMIT"); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }
 
-// writePoints upserts pts inside tx. The fast path copies them straight
-// into the table, which costs about a plain COPY. When a row of the batch
-// is there already (a resent batch, a corrected value), the server
-// refuses the copy with a unique violation; the points are then copied
-// into the staging table and upserted from there (INSERT ... ON CONFLICT
-// (tag, ts) DO UPDATE), in the same transaction.
-func (s *PostgresSink) writePoints(ctx context.Context, tx pgx.Tx, pts []model.Point) error {
-	sp, err := tx.Begin(ctx) // a savepoint
-	if err != nil {
+// writePoints upserts pts inside the open transaction. The fast path
+// copies them straight into the table, which costs about a plain COPY.
+// When a row of the batch is there already (a resent batch, a corrected
+// value), the server refuses the copy with a unique violation; the points
+// are then copied into the staging table and upserted from there (INSERT
+// ... ON CONFLICT (tag, ts) DO UPDATE), in the same transaction.
+func (s *PostgresSink) writePoints(ctx context.Context, pts []model.Point) error {
+	if err := s.exec(ctx, "SAVEPOINT pith_copy"); err != nil {
 		return fmt.Errorf("set savepoint: %w", err)
 	}
 	s.stage.reset(s.opts.Site, pts)
-	_, err = sp.CopyFrom(ctx, s.ident, pgStageColumns, &s.stage)
+	s.copy = s.stage.appendCopy(s.copy[:0])
+	err := s.copyIn(ctx, s.table)
 	var pe *pgconn.PgError
 	switch {
 	case err == nil:
-		if err := sp.Commit(ctx); err != nil {
+		if err := s.exec(ctx, "RELEASE SAVEPOINT pith_copy"); err != nil {
 			return fmt.Errorf("release savepoint: %w", err)
 		}
 	case errors.As(err, &pe) && pe.Code == pgSQLStateUniqueViolation:
-		if err := sp.Rollback(ctx); err != nil {
+		if err := s.exec(ctx, "ROLLBACK TO SAVEPOINT pith_copy"); err != nil {
 			return fmt.Errorf("roll back to savepoint: %w", err)
 		}
 		s.upserts.Add(1)
-		s.stage.reset(s.opts.Site, pts)
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{pgStageTable}, pgStageColumns, &s.stage); err != nil {
+		if err := s.copyIn(ctx, pgStageTable); err != nil {
 			return fmt.Errorf("copy to staging table: %w", err)
 		}
-		if _, err := tx.Exec(ctx, s.upsert); err != nil {
+		if err := s.exec(ctx, s.upsert); err != nil {
 			return fmt.Errorf("upsert into %s: %w", s.table, err)
 		}
 		// ON COMMIT DELETE ROWS empties the staging table only at the
 		// commit; a later run of the same transaction starts empty too.
-		if _, err := tx.Exec(ctx, "TRUNCATE "+pgStageTable); err != nil {
+		if err := s.exec(ctx, "TRUNCATE "+pgStageTable); err != nil {
 			return fmt.Errorf("empty staging table: %w", err)
 		}
 	default:
 		return fmt.Errorf("copy to %s: %w", s.table, err)
 	}
 	return nil
+}
+
+// copyIn sends s.copy (binary COPY data) into table's staging columns.
+func (s *PostgresSink) copyIn(ctx context.Context, table string) error {
+	_, err := s.conn.CopyFrom(ctx, bytes.NewReader(s.copy),
+		"COPY "+table+" (tag, ts, value, quality) FROM STDIN (FORMAT binary)")
+	return err
+}
+
+// exec runs sql (no parameters, simple protocol) to its end.
+func (s *PostgresSink) exec(ctx context.Context, sql string) error {
+	_, err := s.conn.Exec(ctx, sql).ReadAll()
+	return err
+}
+
+// execParams runs sql with parameters to its end.
+func (s *PostgresSink) execParams(ctx context.Context, sql string, params ...pgParam) error {
+	vals, oids, formats := pgParams(params)
+	_, err := s.conn.ExecParams(ctx, sql, vals, oids, formats, nil).Close()
+	return err
+}
+
+// queryBools runs sql with parameters and returns the booleans of
+// its one row.
+func (s *PostgresSink) queryBools(ctx context.Context, sql string, params ...pgParam) ([]bool, error) {
+	vals, oids, formats := pgParams(params)
+	rr := s.conn.ExecParams(ctx, sql, vals, oids, formats, nil)
+	var out []bool
+	for rr.NextRow() {
+		for _, v := range rr.Values() {
+			out = append(out, string(v) == "t")
+		}
+	}
+	if _, err := rr.Close(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no row")
+	}
+	return out, nil
 }
 
 // Upserts returns how many batches took the slow path because some of
@@ -297,7 +341,7 @@ func (s *PostgresSink) connect(ctx context.Context) error {
 		s.conn = nil
 	}
 	if s.conn == nil {
-		conn, err := pgx.ConnectConfig(ctx, s.cfg)
+		conn, err := pgconn.ConnectConfig(ctx, s.cfg)
 		if err != nil {
 			return fmt.Errorf("connect to postgres %s:%d: %w", s.cfg.Host, s.cfg.Port, err)
 		}
@@ -305,7 +349,7 @@ func (s *PostgresSink) connect(ctx context.Context) error {
 		// A temporary table is private to the session and not WAL-logged,
 		// and ON COMMIT DELETE ROWS empties it at each commit, so every
 		// batch starts from an empty staging table.
-		if _, err := conn.Exec(ctx, "CREATE TEMPORARY TABLE IF NOT EXISTS "+pgStageTable+
+		if err := s.exec(ctx, "CREATE TEMPORARY TABLE IF NOT EXISTS "+pgStageTable+
 			" (tag text COLLATE \"C\", ts timestamptz, value double precision, quality smallint) ON COMMIT DELETE ROWS"); err != nil {
 			s.dropConn()
 			return fmt.Errorf("create staging table: %w", err)
@@ -324,27 +368,26 @@ func (s *PostgresSink) connect(ctx context.Context) error {
 // ensureTable creates the target table when it does not exist, and turns
 // a table it created into a hypertable when TimescaleDB can be had.
 func (s *PostgresSink) ensureTable(ctx context.Context) error {
-	var exists bool
-	if err := s.conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", s.table).Scan(&exists); err != nil {
+	exists, err := s.queryBools(ctx, "SELECT to_regclass($1) IS NOT NULL", pgText(s.table))
+	if err != nil {
 		return fmt.Errorf("look up table %s: %w", s.table, err)
 	}
-	if exists {
-		var unique bool
-		err := s.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_index i
+	if exists[0] {
+		unique, err := s.queryBools(ctx, `SELECT EXISTS (SELECT 1 FROM pg_index i
 	WHERE i.indrelid = $1::regclass AND i.indisunique AND i.indnatts = 2
 	AND (SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_attribute a
-		WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)) = ARRAY['tag', 'ts'])`, s.table).Scan(&unique)
+		WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)) = ARRAY['tag', 'ts'])`, pgText(s.table))
 		if err != nil {
 			return fmt.Errorf("look up indexes of %s: %w", s.table, err)
 		}
-		if unique {
+		if unique[0] {
 			return nil
 		}
 		// Without a unique index on (tag, ts) the fast path would add a
 		// resent batch's rows twice and the upsert could not run: create
 		// one. It fails when the table holds duplicates already.
-		idx := pgx.Identifier{s.ident[len(s.ident)-1] + "_tag_ts_key"}.Sanitize()
-		if _, err := s.conn.Exec(ctx, "CREATE UNIQUE INDEX IF NOT EXISTS "+idx+" ON "+s.table+" (tag, ts)"); err != nil {
+		idx := pgIdent{s.ident[len(s.ident)-1] + "_tag_ts_key"}.Sanitize()
+		if err := s.exec(ctx, "CREATE UNIQUE INDEX IF NOT EXISTS "+idx+" ON "+s.table+" (tag, ts)"); err != nil {
 			return fmt.Errorf("create unique index on %s (tag, ts), which idempotent forwarding needs: %w", s.table, err)
 		}
 		s.log.Info("created unique index on (tag, ts)", "table", s.table, "index", idx)
@@ -352,7 +395,7 @@ func (s *PostgresSink) ensureTable(ctx context.Context) error {
 	}
 	// COLLATE "C" compares tag names bytewise: the primary key index then
 	// costs a memcmp per comparison instead of a locale-aware one.
-	if _, err := s.conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.table+` (
+	if err := s.exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.table+` (
 	tag text COLLATE "C" NOT NULL,
 	ts timestamptz NOT NULL,
 	value double precision,
@@ -370,25 +413,28 @@ func (s *PostgresSink) ensureTable(ctx context.Context) error {
 // this user may install it. Without it the table stays a plain one, which
 // is logged: both work with the same queries.
 func (s *PostgresSink) hypertable(ctx context.Context) {
-	var installed, available bool
-	err := s.conn.QueryRow(ctx, `SELECT
+	got, err := s.queryBools(ctx, `SELECT
 	EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'timescaledb'),
-	EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'timescaledb')`).Scan(&installed, &available)
+	EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'timescaledb')`)
+	if err == nil && len(got) != 2 {
+		err = fmt.Errorf("%d columns, want 2", len(got))
+	}
 	if err != nil {
 		s.log.Warn("look up timescaledb; keeping a plain table", "table", s.table, "err", err)
 		return
 	}
+	installed, available := got[0], got[1]
 	if !installed && !available {
 		s.log.Info("timescaledb not available; keeping a plain table", "table", s.table)
 		return
 	}
 	if !installed {
-		if _, err := s.conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS timescaledb"); err != nil {
+		if err := s.exec(ctx, "CREATE EXTENSION IF NOT EXISTS timescaledb"); err != nil {
 			s.log.Warn("install timescaledb; keeping a plain table", "table", s.table, "err", err)
 			return
 		}
 	}
-	if _, err := s.conn.Exec(ctx, "SELECT create_hypertable($1::regclass, 'ts', if_not_exists => TRUE, migrate_data => TRUE)", s.table); err != nil {
+	if err := s.execParams(ctx, "SELECT create_hypertable($1::regclass, 'ts', if_not_exists => TRUE, migrate_data => TRUE)", pgText(s.table)); err != nil {
 		s.log.Warn("create hypertable; keeping a plain table", "table", s.table, "err", err)
 		return
 	}
@@ -403,55 +449,114 @@ func (s *PostgresSink) Close() {
 	s.dropConn()
 }
 
-// pgStageColumns are the staging table's columns in COPY order.
-var pgStageColumns = []string{"tag", "ts", "value", "quality"}
-
-// pgStageRows feeds points to CopyFrom. It reuses one row, and boxes each
-// tag name and quality once per batch rather than once per point.
+// pgStageRows encodes points as PostgreSQL's binary COPY format for the
+// columns (tag text, ts timestamptz, value double precision, quality
+// smallint). It names each tag once per batch rather than once per point.
 type pgStageRows struct {
-	site  string
-	pts   []model.Point
-	i     int
-	row   [4]any
-	tags  map[string]any
-	quals [256]any
+	site string
+	pts  []model.Point
+	tags map[string]string
 }
 
 func (r *pgStageRows) reset(site string, pts []model.Point) {
 	if r.tags == nil || r.site != site {
-		r.tags = make(map[string]any)
+		r.tags = make(map[string]string)
 	}
 	if len(r.tags) > 1<<16 {
 		clear(r.tags) // bound memory when tag names keep changing
 	}
-	if r.quals[0] == nil {
-		for i := range r.quals {
-			r.quals[i] = int16(i)
+	r.site, r.pts = site, pts
+}
+
+// pgCopySignature starts binary COPY data: the signature, no flags, no
+// header extension.
+const pgCopySignature = "PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+
+// appendCopy appends the binary COPY data of the points to b.
+func (r *pgStageRows) appendCopy(b []byte) []byte {
+	b = append(b, pgCopySignature...)
+	for i := range r.pts {
+		p := &r.pts[i]
+		tag, ok := r.tags[p.Tag]
+		if !ok {
+			tag = siteTag(r.site, p.Tag)
+			r.tags[p.Tag] = tag
+		}
+		b = binary.BigEndian.AppendUint16(b, 4) // fields
+		b = binary.BigEndian.AppendUint32(b, uint32(len(tag)))
+		b = append(b, tag...)
+		b = binary.BigEndian.AppendUint32(b, 8)
+		b = binary.BigEndian.AppendUint64(b, uint64(pgMicros(p.T)))
+		b = binary.BigEndian.AppendUint32(b, 8)
+		b = binary.BigEndian.AppendUint64(b, math.Float64bits(p.V))
+		b = binary.BigEndian.AppendUint32(b, 2)
+		b = binary.BigEndian.AppendUint16(b, uint16(int16(p.Q)))
+	}
+	return binary.BigEndian.AppendUint16(b, 0xffff) // trailer: -1
+}
+
+// pgEpochMillis is 2000-01-01 UTC, PostgreSQL's epoch, in Unix ms.
+const pgEpochMillis = 946_684_800_000
+
+// pgTimestamp is Unix ms as a binary timestamptz (microseconds since
+// 2000-01-01); beyond what a microsecond count holds, -infinity or
+// infinity, which is what such a bound of a delete range means.
+func pgTimestamp(ms int64) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(pgMicros(ms)))
+}
+
+// pgMicros is pgTimestamp's microsecond count.
+func pgMicros(ms int64) int64 {
+	switch d := ms - pgEpochMillis; {
+	case ms < math.MinInt64+pgEpochMillis || d < math.MinInt64/1000:
+		return math.MinInt64 // -infinity
+	case d > math.MaxInt64/1000:
+		return math.MaxInt64 // infinity
+	default:
+		return d * 1000
+	}
+}
+
+// pgParam is one statement parameter: text, or a binary timestamptz.
+type pgParam struct {
+	b  []byte
+	ts bool
+}
+
+func pgText(s string) pgParam { return pgParam{b: []byte(s)} }
+func pgTime(ms int64) pgParam { return pgParam{b: pgTimestamp(ms), ts: true} }
+
+// pgParams splits params into the values, types and formats ExecParams takes.
+func pgParams(params []pgParam) ([][]byte, []uint32, []int16) {
+	vals := make([][]byte, len(params))
+	oids := make([]uint32, len(params))
+	formats := make([]int16, len(params))
+	for i, p := range params {
+		vals[i] = p.b
+		if p.ts {
+			oids[i], formats[i] = pgOIDTimestamptz, 1
+		} else {
+			oids[i] = pgOIDText
 		}
 	}
-	r.site, r.pts, r.i = site, pts, -1
+	return vals, oids, formats
 }
 
-// Next implements pgx.CopyFromSource.
-func (r *pgStageRows) Next() bool {
-	r.i++
-	return r.i < len(r.pts)
-}
+// PostgreSQL type OIDs of the parameters the sink sends.
+const (
+	pgOIDText        = 25
+	pgOIDTimestamptz = 1184
+)
 
-// Values implements pgx.CopyFromSource.
-func (r *pgStageRows) Values() ([]any, error) {
-	p := &r.pts[r.i]
-	tag, ok := r.tags[p.Tag]
-	if !ok {
-		tag = siteTag(r.site, p.Tag)
-		r.tags[p.Tag] = tag
+// pgIdent is a possibly schema-qualified SQL identifier.
+type pgIdent []string
+
+// Sanitize quotes each part, doubling quotes and dropping NUL bytes.
+func (id pgIdent) Sanitize() string {
+	parts := make([]string, len(id))
+	for i, p := range id {
+		p = strings.ReplaceAll(p, "\x00", "")
+		parts[i] = `"` + strings.ReplaceAll(p, `"`, `""`) + `"`
 	}
-	r.row[0] = tag
-	r.row[1] = time.UnixMilli(p.T)
-	r.row[2] = p.V
-	r.row[3] = r.quals[p.Q]
-	return r.row[:], nil
+	return strings.Join(parts, ".")
 }
-
-// Err implements pgx.CopyFromSource.
-func (r *pgStageRows) Err() error { return nil }

@@ -1,6 +1,7 @@
 package forward
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -298,7 +299,7 @@ func TestPostgresSinkReconnect(t *testing.T) {
 	if err := send(t, s, "edge3-1-0", b1); err != nil {
 		t.Fatal(err)
 	}
-	pid := s.conn.PgConn().PID()
+	pid := s.conn.PID()
 	var killed bool
 	if err := c.QueryRow(context.Background(), "SELECT pg_terminate_backend($1)", pid).Scan(&killed); err != nil || !killed {
 		t.Fatalf("terminate backend %d: %v %v", pid, killed, err)
@@ -429,12 +430,15 @@ func BenchmarkPostgresSink(b *testing.B) {
 				batches[n] = lastWins(nil, batch(n))
 			}
 			var rows pgStageRows
+			var body []byte
 			b.ReportAllocs()
 			b.ResetTimer()
 			for n := range b.N {
 				err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 					rows.reset("bench", batches[n])
-					_, err := tx.CopyFrom(ctx, pgx.Identifier{table}, pgStageColumns, &rows)
+					body = rows.appendCopy(body[:0])
+					_, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(body),
+						"COPY "+pgx.Identifier{table}.Sanitize()+" (tag, ts, value, quality) FROM STDIN (FORMAT binary)")
 					return err
 				})
 				if err != nil {

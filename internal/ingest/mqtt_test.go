@@ -219,6 +219,9 @@ func TestMQTTThroughput(t *testing.T) {
 // messages in flight per client (the default 20 makes every store write,
 // and so every fsync, carry only 20 messages) and a deep queue.
 func TestMQTTThroughputTunedBroker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a throughput figure: not in -short runs (the ARM runs under qemu-user are -short)")
+	}
 	addr := startTunedMosquitto(t)
 	mqttThroughput(t, addr, 200_000, 20_000, func(o *MQTTOptions) { o.AckWindow = 1000 })
 }

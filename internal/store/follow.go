@@ -624,6 +624,9 @@ func (db *DB) Followers() []FollowerStats {
 		all = append(all, st)
 	}
 	fl.mu.Unlock()
+	if len(all) == 0 {
+		return nil // and no WAL listing: the forwarders' stats ask every second
+	}
 	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
 	durable := db.wal.Durable()
 	segs, _ := db.wal.Segments()

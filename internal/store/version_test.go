@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -41,14 +42,57 @@ func goldenDirPoints() (runs1, runs2, walOnly []model.Point) {
 
 func TestGoldenDataDir(t *testing.T) {
 	if os.Getenv("PITH_UPDATE_GOLDEN") != "" {
-		writeGoldenDataDir(t)
+		if FormatVersion != 1 {
+			t.Fatalf("FormatVersion is %d: add a new golden folder, keep %s", FormatVersion, goldenDataDir)
+		}
+		writeGoldenDataDir(t, goldenDataDir)
 	}
-	rep, err := Verify(goldenDataDir)
+	checkGoldenDataDir(t, goldenDataDir)
+}
+
+// archDataDirs hold the golden points written by this format version on
+// each architecture Pith ships for, so that each opens what each other
+// wrote (byte order, word size, alignment). CI runs this test on amd64
+// and, under qemu-user, on linux/arm64 and linux/arm (32-bit). To write
+// the folder of one, on that architecture or emulated:
+//
+//	PITH_UPDATE_ARCH_GOLDEN=1 GOARCH=arm GOARM=7 go test -exec qemu-arm -run TestArchDataDirs ./internal/store
+//
+// A new FormatVersion adds a new set of folders and keeps these.
+const archDataDirVersion = 2
+
+var archDataDirs = map[string]string{
+	"amd64": "testdata/format/datadir-v2-amd64",
+	"arm64": "testdata/format/datadir-v2-arm64",
+	"arm":   "testdata/format/datadir-v2-arm",
+}
+
+func TestArchDataDirs(t *testing.T) {
+	if os.Getenv("PITH_UPDATE_ARCH_GOLDEN") != "" {
+		dir, ok := archDataDirs[runtime.GOARCH]
+		if !ok {
+			t.Fatalf("no golden folder for GOARCH %s", runtime.GOARCH)
+		}
+		if FormatVersion != archDataDirVersion {
+			t.Fatalf("FormatVersion is %d: add a new set of folders, keep %s", FormatVersion, dir)
+		}
+		writeGoldenDataDir(t, dir)
+	}
+	for arch, dir := range archDataDirs {
+		t.Run("written on "+arch, func(t *testing.T) { checkGoldenDataDir(t, dir) })
+	}
+}
+
+// checkGoldenDataDir verifies the golden backup in dir, restores and
+// opens it, and expects the golden points.
+func checkGoldenDataDir(t *testing.T, dir string) {
+	t.Helper()
+	rep, err := Verify(dir)
 	if err != nil || !rep.OK() || !rep.Backup {
 		t.Fatalf("verify golden: %v %+v", err, rep)
 	}
 	dst := filepath.Join(t.TempDir(), "d")
-	if _, err := Restore(goldenDataDir, dst, RestoreOptions{}); err != nil {
+	if _, err := Restore(dir, dst, RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	db, err := Open(dst, testOptions())
@@ -79,11 +123,8 @@ func TestGoldenDataDir(t *testing.T) {
 }
 
 // writeGoldenDataDir makes the golden directory with this code.
-func writeGoldenDataDir(t *testing.T) {
+func writeGoldenDataDir(t *testing.T, goldenDataDir string) {
 	t.Helper()
-	if FormatVersion != 1 {
-		t.Fatalf("FormatVersion is %d: add a new golden folder, keep %s", FormatVersion, goldenDataDir)
-	}
 	dir := t.TempDir()
 	db, err := Open(dir, testOptions())
 	if err != nil {
