@@ -209,6 +209,7 @@ func (h *Host) Run(ctx context.Context) error {
 				log.Warn("sparkplug subscribe failed", "host", h.opts.Name, "err", err)
 				return
 			}
+			h.stats.Subscribed.Add(1)
 			if h.opts.HostID == "" {
 				return
 			}
@@ -243,7 +244,10 @@ func (h *Host) Run(ctx context.Context) error {
 		cfg.ConnectUsername = h.opts.Username
 		cfg.ConnectPassword = []byte(h.opts.Password)
 	}
-	cm, err := autopaho.NewConnection(ctx, cfg)
+	// The connection outlives ctx by the STATE death and the disconnect.
+	cctx, ccancel := context.WithCancel(context.Background())
+	defer ccancel()
+	cm, err := autopaho.NewConnection(cctx, cfg)
 	if err != nil {
 		return fmt.Errorf("start sparkplug connection: %w", err)
 	}

@@ -14,19 +14,20 @@ import (
 
 // HostStats are a host application's counters, read with atomic loads.
 type HostStats struct {
-	Messages  atomic.Int64 // Sparkplug messages received
-	Bad       atomic.Int64 // messages whose topic or payload could not be read
-	Points    atomic.Int64 // values stored
-	Deaths    atomic.Int64 // node and device deaths applied (their metrics turned bad)
-	Stale     atomic.Int64 // NDEATHs ignored: their bdSeq is not the birth's
-	Gaps      atomic.Int64 // sequence numbers out of order
-	Rebirths  atomic.Int64 // rebirth requests sent
-	Unborn    atomic.Int64 // data from a node or device whose birth Pith has not seen (dropped)
-	Refused   atomic.Int64 // values the store or the new-tag cap refused (dropped)
-	Dropped   atomic.Int64 // values dropped because the store failed for too long
-	Skipped   [numSkipKinds]atomic.Int64
-	Connects  atomic.Int64
-	LastError atomic.Value // string
+	Messages   atomic.Int64 // Sparkplug messages received
+	Bad        atomic.Int64 // messages whose topic or payload could not be read
+	Points     atomic.Int64 // values stored
+	Deaths     atomic.Int64 // node and device deaths applied (their metrics turned bad)
+	Stale      atomic.Int64 // NDEATHs ignored: their bdSeq is not the birth's
+	Gaps       atomic.Int64 // sequence numbers out of order
+	Rebirths   atomic.Int64 // rebirth requests sent
+	Unborn     atomic.Int64 // data from a node or device whose birth Pith has not seen (dropped)
+	Refused    atomic.Int64 // values the store or the new-tag cap refused (dropped)
+	Dropped    atomic.Int64 // values dropped because the store failed for too long
+	Skipped    [numSkipKinds]atomic.Int64
+	Connects   atomic.Int64 // successful connections, reconnections included
+	Subscribed atomic.Int64 // successful subscriptions (one per connection)
+	LastError  atomic.Value // string
 }
 
 // SkippedBy returns the values skipped for one reason (SkipText, ...).
