@@ -248,4 +248,6 @@ func clearRetained(t *testing.T, broker, topic string) {
 }
 
 // uniqueID names a group or node so that tests sharing a broker do not meet.
-func uniqueID(prefix string) string { return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), time.Now().UnixNano()%1e9) }
+func uniqueID(prefix string) string {
+	return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), time.Now().UnixNano()%1e9)
+}
