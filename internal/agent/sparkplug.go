@@ -29,7 +29,7 @@ var _ Reloadable = (*sparkplugPart)(nil)
 
 // spEntry is one running host or edge node.
 type spEntry struct {
-	conf any          // its config.SparkplugHost or config.SparkplugEdge
+	conf any // its config.SparkplugHost or config.SparkplugEdge
 	run  func(context.Context) error
 	stop func()
 }

@@ -3,8 +3,8 @@ package agent
 import (
 	"context"
 	"fmt"
-	"math"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
