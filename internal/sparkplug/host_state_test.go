@@ -184,3 +184,7 @@ func TestNamer(t *testing.T) {
 		}
 	}
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func timeUnix() time.Time { return time.UnixMilli(1700000000000) }

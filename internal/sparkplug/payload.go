@@ -155,8 +155,8 @@ func Decode(b []byte, p *Payload) error {
 	*p = Payload{}
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return payloadErr("field tag: %v", protowire.ParseError(n))
+		if n < 0 || !num.IsValid() {
+			return payloadErr("field tag: %v", tagErr(n))
 		}
 		b = b[n:]
 		switch {
@@ -200,8 +200,8 @@ func Decode(b []byte, p *Payload) error {
 func decodeMetric(b []byte, m *Metric) error {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return payloadErr("metric field tag: %v", protowire.ParseError(n))
+		if n < 0 || !num.IsValid() {
+			return payloadErr("metric field tag: %v", tagErr(n))
 		}
 		b = b[n:]
 		var v uint64
@@ -289,6 +289,14 @@ func decodeMetric(b []byte, m *Metric) error {
 		}
 	}
 	return nil
+}
+
+// tagErr explains a field tag the decoder refused.
+func tagErr(n int) error {
+	if n < 0 {
+		return protowire.ParseError(n)
+	}
+	return errors.New("invalid field number")
 }
 
 func b2u(b bool) uint64 {
