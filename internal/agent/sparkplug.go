@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"sync"
+	"time"
 
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/ingest"
 	"github.com/pith-historian/pith/internal/sparkplug"
+	"github.com/pith-historian/pith/internal/tag"
 )
 
 // sparkplugPart runs the [[sparkplug.host]] host applications, which
@@ -21,17 +24,49 @@ type sparkplugPart struct {
 	au  *automation
 	log *slog.Logger
 
-	ctx     context.Context     // the agent's, from Start
+	ctx    context.Context // the agent's, from Start
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the system-tag writer ended
+
+	mu      sync.Mutex          // guards running against the system-tag writer
 	running map[string]*spEntry // by name
+}
+
+// sparkplugStatsInterval is how often the system tags are written.
+const sparkplugStatsInterval = time.Second
+
+// sparkplugHostTags and sparkplugEdgeTags are the system tags of a host
+// and of an edge node, pith.sys.sparkplug.<name>.<suffix>: counters since
+// the entry started.
+var (
+	sparkplugHostTags = []string{"messages", "points", "bad", "gaps", "rebirths", "deaths", "unborn", "skipped", "refused", "dropped"}
+	sparkplugEdgeTags = []string{"births", "data", "values", "commands", "writes", "refused", "lost"}
+)
+
+func hostCounters(st *sparkplug.HostStats) []int64 {
+	var skipped int64
+	for i := range st.Skipped {
+		skipped += st.Skipped[i].Load()
+	}
+	return []int64{st.Messages.Load(), st.Points.Load(), st.Bad.Load(), st.Gaps.Load(), st.Rebirths.Load(),
+		st.Deaths.Load(), st.Unborn.Load(), skipped, st.Refused.Load(), st.Dropped.Load()}
+}
+
+func edgeCounters(st *sparkplug.EdgeStats) []int64 {
+	return []int64{st.Births.Load(), st.Data.Load(), st.Values.Load(), st.Commands.Load(), st.Writes.Load(),
+		st.Refused.Load(), st.Lost.Load()}
 }
 
 var _ Reloadable = (*sparkplugPart)(nil)
 
 // spEntry is one running host or edge node.
 type spEntry struct {
-	conf any // its config.SparkplugHost or config.SparkplugEdge
-	run  func(context.Context) error
-	stop func()
+	conf     any // its config.SparkplugHost or config.SparkplugEdge
+	run      func(context.Context) error
+	stop     func()
+	suffixes []string       // its system tags
+	counters func() []int64 // their values, in the order of suffixes
+	ids      []tag.ID       // the system tags' IDs
 }
 
 func (s *sparkplugPart) Name() string { return "sparkplug" }
@@ -43,14 +78,48 @@ func (s *sparkplugPart) Start(ctx context.Context) error {
 		return err
 	}
 	ch.Commit()
+	var sctx context.Context
+	sctx, s.cancel = context.WithCancel(ctx)
+	s.done = make(chan struct{})
+	go s.writeStats(sctx)
 	return nil
 }
 
 func (s *sparkplugPart) Stop() {
+	s.cancel()
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, e := range s.running {
 		e.stop()
 	}
 	s.running = nil
+}
+
+// writeStats writes every entry's system tags each second.
+func (s *sparkplugPart) writeStats(ctx context.Context) {
+	defer close(s.done)
+	t := time.NewTicker(sparkplugStatsInterval)
+	defer t.Stop()
+	var batch []tag.Sample
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			batch = batch[:0]
+			s.mu.Lock()
+			for _, e := range s.running {
+				for i, v := range e.counters() {
+					batch = append(batch, tag.Sample{ID: e.ids[i], T: now.UnixMilli(), V: float64(v)})
+				}
+			}
+			s.mu.Unlock()
+			if len(batch) > 0 {
+				s.in.plant.Table().Update(batch)
+			}
+		}
+	}
 }
 
 // Prepare builds the entries of cfg that are new or changed; nothing
@@ -60,52 +129,76 @@ func (s *sparkplugPart) Prepare(cfg *config.Config) (Change, error) { return s.p
 func (s *sparkplugPart) prepare(cfg *config.Config) (Change, error) {
 	next := map[string]*spEntry{}
 	var start []string
-	add := func(name string, conf any, build func() (func(context.Context) error, error)) error {
-		if cur, ok := s.running[name]; ok && reflect.DeepEqual(cur.conf, conf) {
+	s.mu.Lock()
+	running := s.running
+	s.mu.Unlock()
+	add := func(name string, conf any, build func() (*spEntry, error)) error {
+		if cur, ok := running[name]; ok && reflect.DeepEqual(cur.conf, conf) {
 			next[name] = cur
 			return nil
 		}
-		run, err := build()
+		e, err := build()
 		if err != nil {
 			return fmt.Errorf("prepare sparkplug %q: %w", name, err)
 		}
-		next[name] = &spEntry{conf: conf, run: run}
+		e.conf = conf
+		next[name] = e
 		start = append(start, name)
 		return nil
 	}
 	for _, c := range cfg.Sparkplug.Host {
-		if err := add(c.Name, c, func() (func(context.Context) error, error) {
+		if err := add(c.Name, c, func() (*spEntry, error) {
 			h, err := sparkplug.NewHost(s.in.wr, hostOptions(c, s.in.gate, s.log))
 			if err != nil {
 				return nil, err
 			}
-			return h.Run, nil
+			return &spEntry{run: h.Run, suffixes: sparkplugHostTags, counters: func() []int64 { return hostCounters(h.Stats()) }}, nil
 		}); err != nil {
 			return nil, err
 		}
 	}
 	for _, c := range cfg.Sparkplug.Edge {
-		if err := add(c.Name, c, func() (func(context.Context) error, error) {
+		if err := add(c.Name, c, func() (*spEntry, error) {
 			e, err := sparkplug.NewEdge(s.in.plant.Table(), s.au.guard, edgeOptions(c, s.log))
 			if err != nil {
 				return nil, err
 			}
-			return e.Run, nil
+			return &spEntry{run: e.Run, suffixes: sparkplugEdgeTags, counters: func() []int64 { return edgeCounters(e.Stats()) }}, nil
 		}); err != nil {
 			return nil, err
 		}
 	}
 	return funcChange{commit: func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		for name, e := range s.running {
 			if next[name] != e {
 				e.stop()
 			}
 		}
 		for _, name := range start {
-			next[name].stop = s.launch(name, next[name].run)
+			e := next[name]
+			s.defineTags(name, e)
+			e.stop = s.launch(name, e.run)
 		}
 		s.running = next
 	}}, nil
+}
+
+// defineTags defines an entry's system tags (names checked by the
+// config: they cannot be refused); one that is refused is not written.
+func (s *sparkplugPart) defineTags(name string, e *spEntry) {
+	e.ids = e.ids[:0]
+	for _, suf := range e.suffixes {
+		id, err := s.in.plant.Table().Define(tag.Def{Name: "pith.sys.sparkplug." + name + "." + suf, Unit: "count", Source: "pith",
+			Description: "Sparkplug " + suf + " since the entry started (docs/sparkplug.md)"})
+		if err != nil {
+			s.log.Error("define sparkplug system tag", "name", name, "err", err)
+			e.counters, e.ids = func() []int64 { return nil }, nil
+			return
+		}
+		e.ids = append(e.ids, id)
+	}
 }
 
 // launch runs one entry until the returned stop.

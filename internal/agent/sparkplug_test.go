@@ -113,6 +113,14 @@ tag_template = "%s.{metric}"
 		t.Errorf("plant.ro written by an NCMD: %v", v)
 	}
 
+	// The system tags count what happened.
+	eventually(t, 5*time.Second, "system tags", func() bool {
+		w, _, ok1 := value("pith.sys.sparkplug.edge.writes")
+		r, _, ok2 := value("pith.sys.sparkplug.edge.refused")
+		p, _, ok3 := value("pith.sys.sparkplug.host.points")
+		return ok1 && ok2 && ok3 && w == 2 && r == 2 && p >= 3
+	})
+
 	// A reload that changes the host's template restarts the host with it.
 	next = conf("copy")
 	next.Store.Dir = dir
