@@ -231,6 +231,25 @@ func retained(t *testing.T, broker, topic string) string {
 	}
 }
 
+// publishRaw publishes one QoS 1 message from a short-lived client.
+func publishRaw(t *testing.T, broker, topic string, payload []byte) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", broker[len("mqtt://"):], 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := paho.NewClient(paho.ClientConfig{Conn: conn})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.Connect(ctx, &paho.Connect{ClientID: fmt.Sprintf("pith-test-%d", time.Now().UnixNano()), CleanStart: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Disconnect(&paho.Disconnect{})
+	if _, err := c.Publish(ctx, &paho.Publish{Topic: topic, QoS: 1, Payload: payload}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // clearRetained removes the retained message of topic.
 func clearRetained(t *testing.T, broker, topic string) {
 	conn, err := net.DialTimeout("tcp", broker[len("mqtt://"):], 5*time.Second)
