@@ -55,6 +55,10 @@ type SparkplugEdge struct {
 	// Group and Node are the Sparkplug group id and edge node id.
 	Group string `toml:"group"`
 	Node  string `toml:"node"`
+	// Device, when set, publishes the tags as the metrics of this device
+	// of the node (DBIRTH, DDATA, written by DCMD); "" publishes them as
+	// node metrics.
+	Device string `toml:"device"`
 	// Tags are patterns of the tags published: '*' any run of
 	// characters, '?' one; ["*"] is every tag.
 	Tags []string `toml:"tags"`
@@ -147,6 +151,11 @@ func (s *Sparkplug) validate(add func(key, format string, args ...any)) {
 		}
 		if err := checkSparkplugID(e.Node); err != nil {
 			add(at+".node", "%v", err)
+		}
+		if e.Device != "" {
+			if err := checkSparkplugID(e.Device); err != nil {
+				add(at+".device", "%v", err)
+			}
 		}
 		if len(e.Tags) == 0 {
 			add(at+".tags", `no tag patterns (["*"] publishes every tag)`)

@@ -51,6 +51,7 @@ type EdgeOptions struct {
 	TLS            *tls.Config   // for tls:// brokers; nil uses the system roots
 	Group          string        // the Sparkplug group id
 	Node           string        // the edge node id
+	Device         string        // "": tags are node metrics; else the device id they are published under (DBIRTH, DDATA, DCMD)
 	Tags           []string      // patterns of the tags published ("*" any run of characters, "?" one)
 	Writable       []string      // patterns of the published tags an NCMD may write
 	Interval       time.Duration // NDATA period: changes within it go in one message
@@ -87,8 +88,10 @@ type EdgeStats struct {
 	LastError atomic.Value // string
 }
 
-// Edge is a Sparkplug B edge node publishing Pith's tags: an NBIRTH with
-// every tag its patterns match (metric name: the tag name with '/' for
+// Edge is a Sparkplug B edge node publishing Pith's tags: an NBIRTH
+// (followed by a DBIRTH when Device is set, which then holds the tags and
+// takes DDATA and DCMD in place of NDATA and NCMD) with every tag its
+// patterns match (metric name: the tag name with '/' for
 // '.', an alias each, type Double), NDATA with the changes of each
 // Interval by alias, an NDEATH as its will, a new NBIRTH when a host
 // asks (NCMD Node Control/Rebirth) or a new tag matches, and commanded
@@ -128,6 +131,11 @@ func NewEdge(tab Table, ctl Controller, opts EdgeOptions) (*Edge, error) {
 	}
 	if err := CheckID(opts.Node); err != nil {
 		return nil, fmt.Errorf("check sparkplug edge options: node: %w", err)
+	}
+	if opts.Device != "" {
+		if err := CheckID(opts.Device); err != nil {
+			return nil, fmt.Errorf("check sparkplug edge options: device: %w", err)
+		}
 	}
 	if len(opts.Tags) == 0 {
 		return nil, errors.New("check sparkplug edge options: no tag patterns")
@@ -206,6 +214,19 @@ func (e *Edge) topic(t MsgType) string {
 	return Topic{Group: e.opts.Group, Type: t, Node: e.opts.Node}.String()
 }
 
+// devTopic is the topic of a device message of the configured device.
+func (e *Edge) devTopic(t MsgType) string {
+	return Topic{Group: e.opts.Group, Type: t, Node: e.opts.Node, Device: e.opts.Device}.String()
+}
+
+// dataTopic is where the tags' values go: NDATA, or DDATA of the device.
+func (e *Edge) dataTopic() string {
+	if e.opts.Device != "" {
+		return e.devTopic(DDATA)
+	}
+	return e.topic(NDATA)
+}
+
 // deathPayload is the NDEATH of a session.
 func deathPayload(bdSeq uint64) []byte {
 	return Append(nil, &Payload{Metrics: []Metric{{Name: []byte(MetricBdSeq), Datatype: TypeUInt64, Kind: KindLong, Bits: bdSeq}}})
@@ -221,7 +242,10 @@ func (e *Edge) Run(ctx context.Context) error {
 	log := e.opts.Logger
 	sub := e.tab.Subscribe(tag.SubOptions{Name: "sparkplug." + e.opts.Name, Mode: tag.Coalesce})
 	defer e.tab.Unsubscribe(sub)
-	cmdTopic := e.topic(NCMD)
+	cmdTopic, devCmdTopic := e.topic(NCMD), ""
+	if e.opts.Device != "" {
+		devCmdTopic = e.devTopic(DCMD)
+	}
 	cfg := autopaho.ClientConfig{
 		ServerUrls:                    []*url.URL{u},
 		TlsCfg:                        e.opts.TLS,
@@ -260,9 +284,9 @@ func (e *Edge) Run(ctx context.Context) error {
 			ClientID: e.opts.ClientID,
 			OnPublishReceived: []func(paho.PublishReceived) (bool, error){func(pr paho.PublishReceived) (bool, error) {
 				e.stats.Commands.Add(1)
-				if pr.Packet.Topic != cmdTopic {
+				if pr.Packet.Topic != cmdTopic && pr.Packet.Topic != devCmdTopic {
 					e.stats.Refused.Add(1)
-					log.Info("sparkplug DCMD refused: Pith's edge node has no devices", "edge", e.opts.Name, "topic", pr.Packet.Topic)
+					log.Info("sparkplug DCMD refused: not the edge node's device", "edge", e.opts.Name, "topic", pr.Packet.Topic)
 					return true, nil
 				}
 				select {
@@ -296,7 +320,13 @@ func (e *Edge) Run(ctx context.Context) error {
 	wg.Wait()
 	dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	// A clean stop sends no will: publish the death ourselves.
+	// A clean stop sends no will: publish the deaths ourselves. The loop
+	// has ended, so seq is ours.
+	if e.opts.Device != "" {
+		e.seq = (e.seq + 1) % 256
+		_, _ = cm.Publish(dctx, &paho.Publish{Topic: e.devTopic(DDEATH), QoS: 0,
+			Payload: Append(nil, &Payload{Timestamp: uint64(time.Now().UnixMilli()), HasSeq: true, Seq: e.seq})})
+	}
 	e.mu.Lock()
 	bd := e.bdSeq
 	e.mu.Unlock()
@@ -370,6 +400,12 @@ func (e *Edge) birth(ctx context.Context, cm *autopaho.ConnectionManager) error 
 		{Name: []byte(MetricBdSeq), Datatype: TypeUInt64, Kind: KindLong, Bits: bd},
 		{Name: []byte(MetricRebirth), Datatype: TypeBoolean, Kind: KindBool, Bits: 0},
 	}}
+	// With a device, the tags go in its DBIRTH after the NBIRTH.
+	tp := &p
+	dev := Payload{Timestamp: now, HasSeq: true, Seq: 1}
+	if e.opts.Device != "" {
+		tp = &dev
+	}
 	byMetric := map[string]string{}
 	byAlias := map[uint64]string{}
 	for _, v := range vals {
@@ -385,18 +421,24 @@ func (e *Edge) birth(ctx context.Context, cm *autopaho.ConnectionManager) error 
 		byMetric[name], byAlias[a] = v.Tag, v.Tag
 		m := Metric{Name: []byte(name), Alias: a, HasAlias: true, Datatype: TypeDouble}
 		setValue(&m, v.T, v.V, v.Q, v.Has)
-		p.Metrics = append(p.Metrics, m)
+		tp.Metrics = append(tp.Metrics, m)
 	}
 	e.byID, e.known = map[tag.ID]uint64{}, map[tag.ID]bool{}
 	if err := publish(ctx, cm, e.topic(NBIRTH), Append(nil, &p)); err != nil {
 		return err
 	}
 	e.seq = 0
+	if e.opts.Device != "" {
+		if err := publish(ctx, cm, e.devTopic(DBIRTH), Append(nil, &dev)); err != nil {
+			return err
+		}
+		e.seq = 1
+	}
 	e.mu.Lock()
 	e.byMetric, e.byAlias = byMetric, byAlias
 	e.mu.Unlock()
 	e.stats.Births.Add(1)
-	e.opts.Logger.Info("sparkplug NBIRTH published", "edge", e.opts.Name, "metrics", len(p.Metrics)-2, "bdSeq", bd)
+	e.opts.Logger.Info("sparkplug birth published", "edge", e.opts.Name, "device", e.opts.Device, "metrics", len(byMetric), "bdSeq", bd)
 	return nil
 }
 
@@ -446,7 +488,7 @@ func (e *Edge) data(ctx context.Context, cm *autopaho.ConnectionManager, cs []ta
 	}
 	e.seq = (e.seq + 1) % 256
 	p.Seq = e.seq
-	if err := publish(ctx, cm, e.topic(NDATA), Append(nil, &p)); err != nil {
+	if err := publish(ctx, cm, e.dataTopic(), Append(nil, &p)); err != nil {
 		return err
 	}
 	e.stats.Data.Add(1)

@@ -181,3 +181,65 @@ func TestMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestEdgeDeviceReadByTahu publishes the tags as a device's metrics and
+// reads them back with Tahu's codec: NBIRTH then DBIRTH, DDATA, a DCMD
+// write, and DDEATH then NDEATH on a clean stop, with one sequence across
+// the node and its device.
+func TestEdgeDeviceReadByTahu(t *testing.T) {
+	broker := brokerURL(t)
+	group := uniqueID("grp")
+	reader := startTahu(t, "host.js", broker, group)
+	reader.await("subscribed", 10*time.Second)
+	tab := tag.New(nil, tag.DefaultOptions(), nil)
+	setTag(t, tab, "plant.a", 1)
+	setTag(t, tab, "plant.sp", 2)
+	ctl := &tableCtl{tab: tab}
+	opts := DefaultEdgeOptions()
+	opts.Broker, opts.Group, opts.Node, opts.Device, opts.Name = broker, group, "pith1", "hist", "e2"
+	opts.Tags, opts.Writable, opts.Interval = []string{"plant.*"}, []string{"plant.sp"}, 20*time.Millisecond
+	e, err := NewEdge(tab, ctl, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() {
+		if ctx.Err() == nil {
+			cancel()
+			<-done
+		}
+	}()
+	base := "spBv1.0/" + group + "/"
+	nb := reader.awaitMsg(base+"NBIRTH/pith1", 10*time.Second)
+	if ms := metricsOf(nb); nb["seq"] != 0.0 || ms["plant/a"] != nil || ms["bdSeq"] == nil {
+		t.Fatalf("nbirth %v", nb)
+	}
+	db := reader.awaitMsg(base+"DBIRTH/pith1/hist", 5*time.Second)
+	ms := metricsOf(db)
+	if db["seq"] != 1.0 || ms["plant/a"]["value"] != 1.0 || ms["plant/sp"]["value"] != 2.0 {
+		t.Fatalf("dbirth %v", db)
+	}
+	setTag(t, tab, "plant.a", 5)
+	dd := reader.awaitMsg(base+"DDATA/pith1/hist", 5*time.Second)
+	if dm, _ := dd["metrics"].([]any); dd["seq"] != 2.0 || len(dm) != 1 || dm[0].(map[string]any)["value"] != 5.0 {
+		t.Fatalf("ddata %v", dd)
+	}
+	reader.send(map[string]any{"op": "publish", "topic": base + "DCMD/pith1/hist", "metrics": []map[string]any{{"name": "plant/sp", "type": "Double", "value": 9}}})
+	dd = reader.awaitMsg(base+"DDATA/pith1/hist", 5*time.Second)
+	if dm, _ := dd["metrics"].([]any); dd["seq"] != 3.0 || len(dm) != 1 || dm[0].(map[string]any)["value"] != 9.0 {
+		t.Fatalf("ddata after DCMD %v", dd)
+	}
+	// Another device's DCMD is refused.
+	reader.send(map[string]any{"op": "publish", "topic": base + "DCMD/pith1/other", "metrics": []map[string]any{{"name": "plant/sp", "type": "Double", "value": 1}}})
+	eventually(t, 5*time.Second, "refused DCMD", func() bool { return e.Stats().Refused.Load() == 1 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if dd := reader.awaitMsg(base+"DDEATH/pith1/hist", 5*time.Second); dd["seq"] != 4.0 {
+		t.Errorf("ddeath %v", dd)
+	}
+	reader.awaitMsg(base+"NDEATH/pith1", 5*time.Second)
+}
