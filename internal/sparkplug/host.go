@@ -77,6 +77,9 @@ type Host struct {
 	mu      sync.Mutex // guards st, pending
 	st      *hostState
 	pending []model.Point
+
+	stateMu sync.Mutex // guards stateTS
+	stateTS int64      // the timestamp of this connection's STATE will and birth
 }
 
 // NewHost checks opts and returns a host; Run starts it.
@@ -167,8 +170,6 @@ func (h *Host) Run(ctx context.Context) error {
 	for _, g := range h.opts.Groups {
 		subs = append(subs, paho.SubscribeOptions{Topic: Namespace + "/" + g + "/#", QoS: 1})
 	}
-	var stateMu sync.Mutex
-	var stateTS int64 // the timestamp of this connection's STATE will and birth
 	lost := func(why string) {
 		h.mu.Lock()
 		pts := h.st.lost(h.opts.Now())
@@ -189,10 +190,10 @@ func (h *Host) Run(ctx context.Context) error {
 			if h.opts.HostID == "" {
 				return c, nil
 			}
-			stateMu.Lock()
-			stateTS = h.opts.Now().UnixMilli()
-			c.WillMessage = &paho.WillMessage{Retain: true, QoS: 1, Topic: h.stateTopic(), Payload: StatePayload(false, stateTS)}
-			stateMu.Unlock()
+			h.stateMu.Lock()
+			h.stateTS = h.opts.Now().UnixMilli()
+			c.WillMessage = &paho.WillMessage{Retain: true, QoS: 1, Topic: h.stateTopic(), Payload: StatePayload(false, h.stateTS)}
+			h.stateMu.Unlock()
 			return c, nil
 		},
 		OnConnectionUp: func(cm *autopaho.ConnectionManager, _ *paho.Connack) {
@@ -213,9 +214,9 @@ func (h *Host) Run(ctx context.Context) error {
 			if h.opts.HostID == "" {
 				return
 			}
-			stateMu.Lock()
-			ts := stateTS
-			stateMu.Unlock()
+			h.stateMu.Lock()
+			ts := h.stateTS
+			h.stateMu.Unlock()
 			if _, err := cm.Publish(sctx, &paho.Publish{Topic: h.stateTopic(), QoS: 1, Retain: true, Payload: StatePayload(true, ts)}); err != nil {
 				h.stats.LastError.Store("publish STATE: " + err.Error())
 				log.Warn("sparkplug STATE birth not published", "host", h.opts.Name, "err", err)
@@ -255,9 +256,9 @@ func (h *Host) Run(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if h.opts.HostID != "" {
-		stateMu.Lock()
-		ts := stateTS
-		stateMu.Unlock()
+		h.stateMu.Lock()
+		ts := h.stateTS
+		h.stateMu.Unlock()
 		// A clean stop sends no will: say offline ourselves.
 		_, _ = cm.Publish(dctx, &paho.Publish{Topic: h.stateTopic(), QoS: 1, Retain: true, Payload: StatePayload(false, ts)})
 	}
@@ -268,6 +269,10 @@ func (h *Host) Run(ctx context.Context) error {
 // receive handles one message in order of arrival (paho calls it from
 // one goroutine), queues its values and publishes the commands it needs.
 func (h *Host) receive(ctx context.Context, pr paho.PublishReceived) {
+	if h.opts.HostID != "" && pr.Packet.Topic == h.stateTopic() {
+		h.ownState(ctx, pr)
+		return
+	}
 	h.mu.Lock()
 	pts, cmds := h.st.handle(pr.Packet.Topic, pr.Packet.Payload, h.opts.Now())
 	h.queue(pts)
@@ -285,6 +290,27 @@ func (h *Host) receive(ctx context.Context, pr paho.PublishReceived) {
 			h.stats.LastError.Store("publish " + c.topic + ": " + err.Error())
 			h.opts.Logger.Warn("sparkplug command not published", "topic", c.topic, "err", err)
 		}
+	}
+}
+
+// ownState answers an offline STATE of this host while it is online (the
+// late will of an earlier connection the broker only now gave up) with
+// the birth again, as the specification asks.
+func (h *Host) ownState(ctx context.Context, pr paho.PublishReceived) {
+	var st struct {
+		Online bool `json:"online"`
+	}
+	if json.Unmarshal(pr.Packet.Payload, &st) != nil || st.Online || ctx.Err() != nil {
+		return
+	}
+	h.stateMu.Lock()
+	ts := h.stateTS
+	h.stateMu.Unlock()
+	h.opts.Logger.Info("sparkplug STATE offline seen while online: published again", "host", h.opts.Name)
+	_, err := pr.Client.PublishWithOptions(ctx, &paho.Publish{Topic: h.stateTopic(), QoS: 1, Retain: true, Payload: StatePayload(true, ts)},
+		paho.PublishOptions{Method: paho.PublishMethod_AsyncSend})
+	if err != nil {
+		h.stats.LastError.Store("publish STATE: " + err.Error())
 	}
 }
 

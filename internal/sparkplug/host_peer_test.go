@@ -53,6 +53,15 @@ func TestHostWithTahuEdgeNode(t *testing.T) {
 	if state.Timestamp <= 0 {
 		t.Errorf("STATE timestamp %d", state.Timestamp)
 	}
+	// A late will of an earlier session says offline: the host says
+	// online again.
+	publishRetained(t, broker, "spBv1.0/STATE/"+hostID, StatePayload(false, state.Timestamp-1000))
+	eventually(t, 5*time.Second, "STATE online again", func() bool {
+		var st struct {
+			Online bool `json:"online"`
+		}
+		return json.Unmarshal([]byte(retained(t, broker, "spBv1.0/STATE/"+hostID)), &st) == nil && st.Online
+	})
 
 	edge := startTahu(t, "edge.js", broker, group, nodeID)
 	edge.await("connected", 10*time.Second)

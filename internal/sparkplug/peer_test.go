@@ -234,6 +234,17 @@ func retained(t *testing.T, broker, topic string) string {
 // publishRaw publishes one QoS 1 message from a short-lived client.
 func publishRaw(t *testing.T, broker, topic string, payload []byte) {
 	t.Helper()
+	publishMsg(t, broker, &paho.Publish{Topic: topic, QoS: 1, Payload: payload})
+}
+
+// publishRetained publishes one retained QoS 1 message.
+func publishRetained(t *testing.T, broker, topic string, payload []byte) {
+	t.Helper()
+	publishMsg(t, broker, &paho.Publish{Topic: topic, QoS: 1, Retain: true, Payload: payload})
+}
+
+func publishMsg(t *testing.T, broker string, msg *paho.Publish) {
+	t.Helper()
 	conn, err := net.DialTimeout("tcp", broker[len("mqtt://"):], 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +256,7 @@ func publishRaw(t *testing.T, broker, topic string, payload []byte) {
 		t.Fatal(err)
 	}
 	defer c.Disconnect(&paho.Disconnect{})
-	if _, err := c.Publish(ctx, &paho.Publish{Topic: topic, QoS: 1, Payload: payload}); err != nil {
+	if _, err := c.Publish(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
 }
