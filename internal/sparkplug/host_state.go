@@ -205,7 +205,9 @@ func control(name string) bool {
 }
 
 func (h *hostState) nodeBirth(n *node, nowMS int64) {
+	old := n.scope
 	n.scope, n.devices = newScope(), map[string]*scope{}
+	defer h.retire(old, n.scope, nowMS)
 	n.seq, n.lastRebirth, n.hasBdSeq = h.pl.Seq, time.Time{}, false
 	for i := range h.pl.Metrics {
 		if string(h.pl.Metrics[i].Name) == MetricBdSeq {
@@ -216,9 +218,25 @@ func (h *hostState) nodeBirth(n *node, nowMS int64) {
 }
 
 func (h *hostState) deviceBirth(n *node, dev string, nowMS int64) {
+	old := n.devices[dev]
 	d := newScope()
 	n.devices[dev] = d
 	h.birth(n, dev, d, nowMS)
+	h.retire(old, d, nowMS)
+}
+
+// retire turns bad the metrics of an online scope that a new birth of it
+// no longer declares: nothing will update them again.
+func (h *hostState) retire(old, cur *scope, nowMS int64) {
+	if old == nil || !old.online {
+		return
+	}
+	for _, ms := range old.order {
+		if _, ok := cur.byName[ms.name]; ok || ms.tag == "" || !ms.has {
+			continue
+		}
+		h.pts = append(h.pts, model.Point{Tag: ms.tag, T: max(nowMS, ms.lastT), V: ms.last, Q: model.QualityBad})
+	}
 }
 
 // birth declares the metrics of a scope and stores their values.

@@ -136,13 +136,20 @@ func TestHostDeviceDeathAndUnknownAlias(t *testing.T) {
 	if len(pts) != 1 || pts[0].Tag != "sp.n.a" || len(cmds) != 1 || st.SkippedBy(SkipUnknown) != 1 {
 		t.Fatalf("unknown alias: %v %v", pts, cmds)
 	}
+	n := h.nodes["G/n"]
+	// A rebirth without metric a: a turns bad, b of the device is new.
+	pts, _ = h.handle("spBv1.0/G/NBIRTH/n", encode(Payload{HasSeq: true, Seq: 0, Metrics: []Metric{dbl("c", 3, 8)}}), now)
+	if got := byTag(pts); len(pts) != 2 || got["sp.n.c"].V != 8 || got["sp.n.a"].Q != model.QualityBad || got["sp.n.a"].V != 6 {
+		t.Fatalf("rebirth without a metric: %v", pts)
+	}
+	h.handle("spBv1.0/G/NDATA/n", encode(Payload{HasSeq: true, Seq: 1, Metrics: []Metric{dbl("", 3, 9)}}), now)
 	// Sequence numbers wrap at 256.
-	h.nodes["G/n"].seq = 255
+	n.seq = 255
 	if _, cmds = h.handle("spBv1.0/G/NDATA/n", encode(Payload{HasSeq: true, Seq: 0}), now.Add(time.Hour)); len(cmds) != 0 {
 		t.Fatalf("255 -> 0 is no gap: %v", cmds)
 	}
 	// Losing the broker turns the node bad.
-	if pts = h.lost(now); len(pts) != 1 || pts[0].Q != model.QualityBad {
+	if pts = h.lost(now); len(pts) != 1 || pts[0].Q != model.QualityBad || pts[0].Tag != "sp.n.c" {
 		t.Fatalf("lost: %v", pts)
 	}
 }
