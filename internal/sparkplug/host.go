@@ -28,6 +28,7 @@ type HostOptions struct {
 	TLS            *tls.Config   // for tls:// brokers; nil uses the system roots
 	HostID         string        // the STATE topic's host id; "" publishes no STATE
 	Groups         []string      // group ids subscribed; "+" is every group
+	Writable       []string      // patterns of the tags Control may write (NCMD, DCMD)
 	TagTemplate    string        // tag names (DefaultTagTemplate)
 	RebirthWait    time.Duration // the shortest time between two rebirth requests to one node
 	KeepAlive      time.Duration // MQTT keep-alive
@@ -74,9 +75,10 @@ type Host struct {
 	opts  HostOptions
 	stats HostStats
 
-	mu      sync.Mutex // guards st, pending
+	mu      sync.Mutex // guards st, pending, cm
 	st      *hostState
 	pending []model.Point
+	cm      *autopaho.ConnectionManager // nil until connected
 
 	stateMu sync.Mutex // guards stateTS
 	stateTS int64      // the timestamp of this connection's STATE will and birth
@@ -211,6 +213,9 @@ func (h *Host) Run(ctx context.Context) error {
 				return
 			}
 			h.stats.Subscribed.Add(1)
+			h.mu.Lock()
+			h.cm = cm
+			h.mu.Unlock()
 			if h.opts.HostID == "" {
 				return
 			}

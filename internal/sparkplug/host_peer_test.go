@@ -3,10 +3,12 @@ package sparkplug
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/model"
 )
 
@@ -23,6 +25,7 @@ func TestHostWithTahuEdgeNode(t *testing.T) {
 	opts := DefaultHostOptions()
 	opts.Broker, opts.Groups, opts.HostID, opts.RebirthWait = broker, []string{group}, hostID, 100*time.Millisecond
 	opts.BatchDelay = 10 * time.Millisecond
+	opts.Writable = []string{"*.Count", "*.Flow"}
 	h, err := NewHost(sink, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -119,9 +122,54 @@ func TestHostWithTahuEdgeNode(t *testing.T) {
 	edge.send(map[string]any{"op": "dbirth", "device": "pump", "metrics": []map[string]any{{"name": "Flow", "alias": 10, "type": "Float", "value": 3.5}}})
 	sink.waitValue(t, tag("pump.Flow"), 3.5, model.QualityGood)
 
+	// Control: an NCMD in the metric's type, answered once the node
+	// reports the value (Tahu's client is a library: the test answers for
+	// the device, as an application on it would).
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	werr := make(chan error, 1)
+	go func() { werr <- h.Control(wctx, tag("Inputs.Count"), 12, "test") }()
+	cmd := edge.await("ncmd", 10*time.Second)
+	cm, _ := cmd["metrics"].([]any)
+	if len(cm) != 1 || cm[0].(map[string]any)["name"] != "Inputs/Count" || cm[0].(map[string]any)["type"] != "Int32" || cm[0].(map[string]any)["value"] != 12.0 {
+		t.Fatalf("ncmd %v", cmd)
+	}
+	select {
+	case err := <-werr:
+		t.Fatalf("control returned before the node reported the value: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	edge.send(map[string]any{"op": "ndata", "metrics": []map[string]any{{"alias": 2, "type": "Int32", "value": 12}}})
+	if err := <-werr; err != nil {
+		t.Fatalf("control: %v", err)
+	}
+	// A device metric: a DCMD.
+	go func() { werr <- h.Control(wctx, tag("pump.Flow"), 4.5, "test") }()
+	dcmd := edge.await("dcmd", 10*time.Second)
+	if dm, _ := dcmd["metrics"].([]any); dcmd["device"] != "pump" || len(dm) != 1 || dm[0].(map[string]any)["value"] != 4.5 {
+		t.Fatalf("dcmd %v", dcmd)
+	}
+	edge.send(map[string]any{"op": "ddata", "device": "pump", "metrics": []map[string]any{{"alias": 10, "type": "Float", "value": 4.5}}})
+	if err := <-werr; err != nil {
+		t.Fatalf("control of a device metric: %v", err)
+	}
+	for _, c := range []struct {
+		tag  string
+		v    float64
+		want error
+	}{
+		{tag("Inputs.Temp"), 1, api.ErrControlForbidden},
+		{tag("Inputs.Count"), 1.5, api.ErrControlValue},
+		{"other.tag", 1, ErrNotHostTag},
+	} {
+		if err := h.Control(wctx, c.tag, c.v, "test"); !errors.Is(err, c.want) {
+			t.Errorf("control %s = %v: %v, want %v", c.tag, c.v, err, c.want)
+		}
+	}
+
 	// A device death turns the device's metrics bad.
 	edge.send(map[string]any{"op": "ddeath", "device": "pump"})
-	sink.waitValue(t, tag("pump.Flow"), 3.5, model.QualityBad)
+	sink.waitValue(t, tag("pump.Flow"), 4.5, model.QualityBad)
 	if p, _ := sink.latest(tag("Inputs.Temp")); p.Q != model.QualityGood {
 		t.Errorf("a device death turned the node bad: %+v", p)
 	}
@@ -130,7 +178,7 @@ func TestHostWithTahuEdgeNode(t *testing.T) {
 	// metric of the node turns bad at once.
 	edge.send(map[string]any{"op": "kill"})
 	sink.waitValue(t, tag("Inputs.Temp"), 23, model.QualityBad)
-	sink.waitValue(t, tag("Inputs.Count"), -3, model.QualityBad)
+	sink.waitValue(t, tag("Inputs.Count"), 12, model.QualityBad)
 	sink.waitValue(t, tag("Inputs.Small"), -5, model.QualityBad)
 	if h.Stats().Bad.Load() != 0 {
 		t.Errorf("%d messages could not be read: %v", h.Stats().Bad.Load(), h.Stats().LastError.Load())

@@ -82,13 +82,16 @@ type hostState struct {
 	log         *slog.Logger
 	stats       *HostStats
 	nodes       map[string]*node // by group + "/" + node
+	byTag       map[string]metricRef          // the archived metrics by tag, as last born
+	waiters     map[*metricState][]*writeWait // control writes waiting for their value
 	pl          Payload          // reused for decoding
 	pts         []model.Point    // points of the current message
 	cmds        []command
 }
 
 func newHostState(n namer, rebirthWait time.Duration, stats *HostStats, log *slog.Logger) *hostState {
-	return &hostState{names: n, rebirthWait: rebirthWait, stats: stats, log: log, nodes: map[string]*node{}}
+	return &hostState{names: n, rebirthWait: rebirthWait, stats: stats, log: log, nodes: map[string]*node{},
+		byTag: map[string]metricRef{}, waiters: map[*metricState][]*writeWait{}}
 }
 
 // handle applies one message received at now. The points and commands
@@ -284,6 +287,7 @@ func (h *hostState) declare(n *node, dev string, ms *metricState) {
 		return
 	}
 	ms.tag = tag
+	h.byTag[tag] = metricRef{node: n, dev: dev, ms: ms}
 }
 
 func (h *hostState) skip(ms *metricState, reason string) {
@@ -317,6 +321,7 @@ func (h *hostState) value(ms *metricState, m *Metric, nowMS int64) {
 	if t >= ms.lastT || !ms.has {
 		ms.last, ms.lastT, ms.has = v, t, true
 	}
+	h.confirm(ms, v)
 }
 
 // data stores the values of an NDATA or DDATA.
