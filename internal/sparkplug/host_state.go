@@ -81,11 +81,11 @@ type hostState struct {
 	rebirthWait time.Duration
 	log         *slog.Logger
 	stats       *HostStats
-	nodes       map[string]*node // by group + "/" + node
+	nodes       map[string]*node              // by group + "/" + node
 	byTag       map[string]metricRef          // the archived metrics by tag, as last born
 	waiters     map[*metricState][]*writeWait // control writes waiting for their value
-	pl          Payload          // reused for decoding
-	pts         []model.Point    // points of the current message
+	pl          Payload                       // reused for decoding
+	pts         []model.Point                 // points of the current message
 	cmds        []command
 }
 
