@@ -2,12 +2,14 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
 	"sync"
 	"time"
 
+	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/ingest"
 	"github.com/pith-historian/pith/internal/sparkplug"
@@ -30,6 +32,49 @@ type sparkplugPart struct {
 
 	mu      sync.Mutex          // guards running against the system-tag writer
 	running map[string]*spEntry // by name
+}
+
+// controlRouter is the control path behind the guard: a tag a Sparkplug
+// host archives is written to its edge node (NCMD or DCMD), any other by
+// the plant's controller.
+type controlRouter struct {
+	next api.Controller
+	log  *slog.Logger
+
+	mu    sync.RWMutex
+	hosts []*sparkplug.Host // the running hosts, set by the sparkplug part
+}
+
+var _ api.Controller = (*controlRouter)(nil)
+
+// setHosts replaces the hosts (at start and on reload).
+func (r *controlRouter) setHosts(hs []*sparkplug.Host) {
+	r.mu.Lock()
+	r.hosts = hs
+	r.mu.Unlock()
+}
+
+// Control writes through the host that archives the tag, logging who,
+// what and the result as the plant does, or through the plant.
+func (r *controlRouter) Control(ctx context.Context, name string, value float64, who string) error {
+	r.mu.RLock()
+	hosts := r.hosts
+	r.mu.RUnlock()
+	for _, h := range hosts {
+		start := time.Now()
+		err := h.Control(ctx, name, value, who)
+		if errors.Is(err, sparkplug.ErrNotHostTag) {
+			continue
+		}
+		attrs := []any{"who", who, "tag", name, "value", value, "took", time.Since(start).Round(time.Microsecond), "sparkplug_host", h.Name()}
+		if err != nil {
+			r.log.Info("control write refused", append(attrs, "err", err)...)
+			return err
+		}
+		r.log.Info("control write done", attrs...)
+		return nil
+	}
+	return r.next.Control(ctx, name, value, who)
 }
 
 // sparkplugStatsInterval is how often the system tags are written.
@@ -67,6 +112,7 @@ type spEntry struct {
 	suffixes []string       // its system tags
 	counters func() []int64 // their values, in the order of suffixes
 	ids      []tag.ID       // the system tags' IDs
+	host     *sparkplug.Host // a host's, for the control path; nil for an edge node
 }
 
 func (s *sparkplugPart) Name() string { return "sparkplug" }
@@ -88,6 +134,7 @@ func (s *sparkplugPart) Start(ctx context.Context) error {
 func (s *sparkplugPart) Stop() {
 	s.cancel()
 	<-s.done
+	s.au.ctl.setHosts(nil)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range s.running {
@@ -152,7 +199,7 @@ func (s *sparkplugPart) prepare(cfg *config.Config) (Change, error) {
 			if err != nil {
 				return nil, err
 			}
-			return &spEntry{run: h.Run, suffixes: sparkplugHostTags, counters: func() []int64 { return hostCounters(h.Stats()) }}, nil
+			return &spEntry{run: h.Run, host: h, suffixes: sparkplugHostTags, counters: func() []int64 { return hostCounters(h.Stats()) }}, nil
 		}); err != nil {
 			return nil, err
 		}
@@ -182,6 +229,13 @@ func (s *sparkplugPart) prepare(cfg *config.Config) (Change, error) {
 			e.stop = s.launch(name, e.run)
 		}
 		s.running = next
+		var hosts []*sparkplug.Host
+		for _, e := range next {
+			if e.host != nil {
+				hosts = append(hosts, e.host)
+			}
+		}
+		s.au.ctl.setHosts(hosts)
 	}}, nil
 }
 
@@ -217,7 +271,7 @@ func (s *sparkplugPart) launch(name string, run func(context.Context) error) fun
 func hostOptions(c config.SparkplugHost, gate *ingest.TagGate, log *slog.Logger) sparkplug.HostOptions {
 	o := sparkplug.DefaultHostOptions()
 	o.Name, o.Broker, o.ClientID, o.Username, o.Password = c.Name, c.Broker, c.ClientID, c.Username, c.Password
-	o.HostID, o.TagTemplate, o.Gate = c.HostID, c.TagTemplate, gate
+	o.HostID, o.TagTemplate, o.Writable, o.Gate = c.HostID, c.TagTemplate, c.Writable, gate
 	if len(c.Groups) > 0 {
 		o.Groups = c.Groups
 	}

@@ -60,6 +60,7 @@ name = "host"
 broker = "mqtt://%s"
 groups = [%q]
 tag_template = "%s.{metric}"
+writable = ["*.plant.sp"]
 `, t.TempDir(), addr, group, addr, group, mirror)))
 		if err != nil {
 			t.Fatal(err)
@@ -113,12 +114,36 @@ tag_template = "%s.{metric}"
 		t.Errorf("plant.ro written by an NCMD: %v", v)
 	}
 
+	// A control write of the host's tag goes to the edge node as an NCMD,
+	// which writes plant.sp through the guard; the answer comes once the
+	// new value came back.
+	resp, err := http.Post(s.URL+"/api/v1/control", "application/json", strings.NewReader(`{"tag":"mirror.plant.sp","value":50}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("control of mirror.plant.sp: %d %s", resp.StatusCode, b)
+	}
+	if v, _, _ := value("plant.sp"); v != 50 {
+		t.Errorf("plant.sp = %v after the write through the host", v)
+	}
+	resp, err = http.Post(s.URL+"/api/v1/control", "application/json", strings.NewReader(`{"tag":"mirror.plant.ro","value":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("control of a host tag not writable: %d, want 403", resp.StatusCode)
+	}
+
 	// The system tags count what happened.
 	eventually(t, 5*time.Second, "system tags", func() bool {
 		w, _, ok1 := value("pith.sys.sparkplug.edge.writes")
 		r, _, ok2 := value("pith.sys.sparkplug.edge.refused")
 		p, _, ok3 := value("pith.sys.sparkplug.host.points")
-		return ok1 && ok2 && ok3 && w == 2 && r == 2 && p >= 3
+		return ok1 && ok2 && ok3 && w == 3 && r == 2 && p >= 3
 	})
 
 	// A reload that changes the host's template restarts the host with it.

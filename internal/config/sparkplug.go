@@ -36,6 +36,10 @@ type SparkplugHost struct {
 	// {group}, {node}, {device}, {metric} or a literal; "" is
 	// "{group}.{node}.{device}.{metric}".
 	TagTemplate string `toml:"tag_template"`
+	// Writable are patterns of the host's tags that the control path
+	// (POST /api/v1/control, rules, schedules) may write back to their
+	// edge nodes with NCMD or DCMD; none by default.
+	Writable []string `toml:"writable"`
 	// RebirthWait is the shortest time between two rebirth requests to
 	// one edge node; 0 is 5s.
 	RebirthWait Duration `toml:"rebirth_wait"`
@@ -136,6 +140,11 @@ func (s *Sparkplug) validate(add func(key, format string, args ...any)) {
 		if h.TagTemplate != "" {
 			if err := checkTagTemplate(h.TagTemplate); err != nil {
 				add(at+".tag_template", "%v", err)
+			}
+		}
+		for _, p := range h.Writable {
+			if p == "" {
+				add(at+".writable", "empty pattern")
 			}
 		}
 		if h.RebirthWait < 0 {

@@ -147,6 +147,9 @@ func NewHost(sink ingest.Sink, opts HostOptions) (*Host, error) {
 // Stats returns the live counters.
 func (h *Host) Stats() *HostStats { return &h.stats }
 
+// Name returns the host's name.
+func (h *Host) Name() string { return h.opts.Name }
+
 // stateTopic is the host's STATE topic.
 func (h *Host) stateTopic() string { return Topic{Type: STATE, Host: h.opts.HostID}.String() }
 
