@@ -109,9 +109,9 @@ type spEntry struct {
 	conf     any // its config.SparkplugHost or config.SparkplugEdge
 	run      func(context.Context) error
 	stop     func()
-	suffixes []string       // its system tags
-	counters func() []int64 // their values, in the order of suffixes
-	ids      []tag.ID       // the system tags' IDs
+	suffixes []string        // its system tags
+	counters func() []int64  // their values, in the order of suffixes
+	ids      []tag.ID        // the system tags' IDs
 	host     *sparkplug.Host // a host's, for the control path; nil for an edge node
 }
 
