@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sync"
 	"time"
@@ -206,7 +208,13 @@ func (s *sparkplugPart) prepare(cfg *config.Config) (Change, error) {
 	}
 	for _, c := range cfg.Sparkplug.Edge {
 		if err := add(c.Name, c, func() (*spEntry, error) {
-			e, err := sparkplug.NewEdge(s.in.plant.Table(), s.au.guard, edgeOptions(c, s.log))
+			o := edgeOptions(c, s.log)
+			dir := filepath.Join(cfg.Store.Dir, "sparkplug")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("make %s: %w", dir, err)
+			}
+			o.BdSeqFile = filepath.Join(dir, c.Name+".bdseq")
+			e, err := sparkplug.NewEdge(s.in.plant.Table(), s.au.guard, o)
 			if err != nil {
 				return nil, err
 			}

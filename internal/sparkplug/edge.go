@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +18,7 @@ import (
 	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
 
+	"github.com/pith-historian/pith/internal/atomicfile"
 	"github.com/pith-historian/pith/internal/model"
 	"github.com/pith-historian/pith/internal/tag"
 )
@@ -58,6 +61,7 @@ type EdgeOptions struct {
 	KeepAlive      time.Duration // MQTT keep-alive
 	ReconnectDelay time.Duration // wait between connection attempts
 	ControlTimeout time.Duration // the longest a commanded write waits for its device
+	BdSeqFile      string        // keeps bdSeq across restarts; "" keeps it in memory only
 	Logger         *slog.Logger
 }
 
@@ -161,7 +165,19 @@ func NewEdge(tab Table, ctl Controller, opts EdgeOptions) (*Edge, error) {
 	if opts.Logger == nil {
 		opts.Logger = def.Logger
 	}
-	return &Edge{tab: tab, ctl: ctl, opts: opts, kick: make(chan struct{}, 1), cmds: make(chan []byte, 64),
+	var bdSeq uint64
+	if opts.BdSeqFile != "" {
+		b, err := os.ReadFile(opts.BdSeqFile)
+		switch {
+		case err == nil:
+			if bdSeq, err = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 8); err != nil {
+				return nil, fmt.Errorf("read sparkplug bdSeq file %s: %w", opts.BdSeqFile, err)
+			}
+		case !errors.Is(err, os.ErrNotExist):
+			return nil, fmt.Errorf("read sparkplug bdSeq file: %w", err)
+		}
+	}
+	return &Edge{bdSeq: bdSeq, tab: tab, ctl: ctl, opts: opts, kick: make(chan struct{}, 1), cmds: make(chan []byte, 64),
 		aliases: map[string]uint64{}, byID: map[tag.ID]uint64{}, known: map[tag.ID]bool{},
 		byMetric: map[string]string{}, byAlias: map[uint64]string{}}, nil
 }
@@ -259,6 +275,14 @@ func (e *Edge) Run(ctx context.Context) error {
 			e.bdSeq = (e.bdSeq + 1) % 256
 			bd := e.bdSeq
 			e.mu.Unlock()
+			if e.opts.BdSeqFile != "" {
+				// Kept across restarts, so that a host never takes the
+				// late will of a session before the restart for this one's.
+				if err := atomicfile.Write(e.opts.BdSeqFile, []byte(strconv.FormatUint(bd, 10)+"\n"), 0o644); err != nil {
+					e.stats.LastError.Store("bdSeq file: " + err.Error())
+					log.Warn("sparkplug bdSeq not saved", "edge", e.opts.Name, "err", err)
+				}
+			}
 			c.WillMessage = &paho.WillMessage{QoS: 1, Topic: e.topic(NDEATH), Payload: deathPayload(bd)}
 			return c, nil
 		},

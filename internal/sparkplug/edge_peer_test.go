@@ -3,6 +3,8 @@ package sparkplug
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -85,6 +87,10 @@ func TestEdgeReadByTahu(t *testing.T) {
 	ctl := &tableCtl{tab: tab}
 	opts := DefaultEdgeOptions()
 	opts.Broker, opts.Group, opts.Node, opts.Name = broker, group, "pith1", "e1"
+	opts.BdSeqFile = filepath.Join(t.TempDir(), "e1.bdseq")
+	if err := os.WriteFile(opts.BdSeqFile, []byte("41\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	opts.Tags, opts.Writable, opts.Interval = []string{"plant.*"}, []string{"plant.b"}, 20*time.Millisecond
 	e, err := NewEdge(tab, ctl, opts)
 	if err != nil {
@@ -109,6 +115,12 @@ func TestEdgeReadByTahu(t *testing.T) {
 		t.Fatalf("birth metrics %v", ms)
 	}
 	bdSeq := ms["bdSeq"]["value"]
+	if bdSeq != 42.0 {
+		t.Errorf("bdSeq %v, want 42: the one kept in the file plus one", bdSeq)
+	}
+	if b, _ := os.ReadFile(opts.BdSeqFile); string(b) != "42\n" {
+		t.Errorf("bdSeq file holds %q", b)
+	}
 	aliasA, aliasB := ms["plant/a"]["alias"], ms["plant/b"]["alias"]
 	if aliasA == nil || aliasB == nil || aliasA == aliasB {
 		t.Fatalf("aliases %v %v", aliasA, aliasB)
@@ -164,6 +176,18 @@ func TestEdgeReadByTahu(t *testing.T) {
 	death := reader.awaitMsg(base+"NDEATH/pith1", 5*time.Second)
 	if ms = metricsOf(death); ms["bdSeq"]["value"] != bdSeq {
 		t.Fatalf("death %v, want bdSeq %v", death, bdSeq)
+	}
+}
+
+func TestEdgeBadBdSeqFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "x.bdseq")
+	if err := os.WriteFile(f, []byte("300"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultEdgeOptions()
+	o.Group, o.Node, o.Tags, o.BdSeqFile = "G", "N", []string{"*"}, f
+	if _, err := NewEdge(nil, nil, o); err == nil {
+		t.Fatal("a bdSeq over 255 accepted")
 	}
 }
 
