@@ -294,6 +294,7 @@ func edgeOptions(c config.SparkplugEdge, log *slog.Logger) sparkplug.EdgeOptions
 	o := sparkplug.DefaultEdgeOptions()
 	o.Name, o.Broker, o.ClientID, o.Username, o.Password = c.Name, c.Broker, c.ClientID, c.Username, c.Password
 	o.Group, o.Node, o.Device, o.Tags, o.Writable = c.Group, c.Node, c.Device, c.Tags, c.Writable
+	o.PrimaryHost = c.PrimaryHost
 	if c.Interval > 0 {
 		o.Interval = c.Interval.Std()
 	}

@@ -152,8 +152,18 @@ writable = ["*.plant.sp"]
 	if err := postReload(t, s.URL); err != nil {
 		t.Fatal(err)
 	}
-	set("plant.ro", 6)
-	waitValue("copy.plant.ro", 6)
+	// The new host may subscribe after a change: keep changing plant.ro
+	// until one arrives (data from a node it has not seen born asks for a
+	// rebirth, which brings the current value).
+	ro := 6.0
+	eventually(t, 10*time.Second, "copy.plant.ro", func() bool {
+		if v, q, ok := value("copy.plant.ro"); ok && v >= 6 && q == model.QualityGood {
+			return true
+		}
+		set("plant.ro", ro)
+		ro++
+		return false
+	})
 }
 
 // publishOnce publishes one QoS 1 message from a short-lived client.

@@ -63,6 +63,10 @@ type SparkplugEdge struct {
 	// of the node (DBIRTH, DDATA, written by DCMD); "" publishes them as
 	// node metrics.
 	Device string `toml:"device"`
+	// PrimaryHost is the host id whose STATE gates the births
+	// (Sparkplug 3.0): births wait for its online STATE, and its offline
+	// STATE ends the session (NDEATH); "" publishes at once.
+	PrimaryHost string `toml:"primary_host"`
 	// Tags are patterns of the tags published: '*' any run of
 	// characters, '?' one; ["*"] is every tag.
 	Tags []string `toml:"tags"`
@@ -164,6 +168,11 @@ func (s *Sparkplug) validate(add func(key, format string, args ...any)) {
 		if e.Device != "" {
 			if err := checkSparkplugID(e.Device); err != nil {
 				add(at+".device", "%v", err)
+			}
+		}
+		if e.PrimaryHost != "" {
+			if err := checkSparkplugID(e.PrimaryHost); err != nil {
+				add(at+".primary_host", "%v", err)
 			}
 		}
 		if len(e.Tags) == 0 {

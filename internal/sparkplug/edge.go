@@ -3,6 +3,7 @@ package sparkplug
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -62,6 +63,7 @@ type EdgeOptions struct {
 	ReconnectDelay time.Duration // wait between connection attempts
 	ControlTimeout time.Duration // the longest a commanded write waits for its device
 	BdSeqFile      string        // keeps bdSeq across restarts; "" keeps it in memory only
+	PrimaryHost    string        // the host id whose STATE gates the births; "" publishes at once
 	Logger         *slog.Logger
 }
 
@@ -107,9 +109,12 @@ type Edge struct {
 
 	stats EdgeStats
 
-	needBirth atomic.Bool   // set on each connection and on a rebirth request
-	kick      chan struct{} // wakes the loop for a birth
-	cmds      chan []byte   // NCMD payloads for the command worker
+	needBirth  atomic.Bool   // set on each connection and on a rebirth request
+	kick       chan struct{} // wakes the loop for a birth
+	hostOnline atomic.Bool   // the primary host is online (always true without one)
+	hostTS     atomic.Int64  // the timestamp of the primary host's last online STATE
+	hostGone   chan struct{} // the primary host went offline: end the session
+	cmds       chan []byte   // NCMD payloads for the command worker
 
 	// Owned by the loop goroutine.
 	seq     uint64
@@ -144,6 +149,11 @@ func NewEdge(tab Table, ctl Controller, opts EdgeOptions) (*Edge, error) {
 	if len(opts.Tags) == 0 {
 		return nil, errors.New("check sparkplug edge options: no tag patterns")
 	}
+	if opts.PrimaryHost != "" {
+		if err := CheckID(opts.PrimaryHost); err != nil {
+			return nil, fmt.Errorf("check sparkplug edge options: primary host: %w", err)
+		}
+	}
 	if opts.Name == "" {
 		opts.Name = def.Name
 	}
@@ -177,9 +187,11 @@ func NewEdge(tab Table, ctl Controller, opts EdgeOptions) (*Edge, error) {
 			return nil, fmt.Errorf("read sparkplug bdSeq file: %w", err)
 		}
 	}
-	return &Edge{bdSeq: bdSeq, tab: tab, ctl: ctl, opts: opts, kick: make(chan struct{}, 1), cmds: make(chan []byte, 64),
+	e := &Edge{hostGone: make(chan struct{}, 1), bdSeq: bdSeq, tab: tab, ctl: ctl, opts: opts, kick: make(chan struct{}, 1), cmds: make(chan []byte, 64),
 		aliases: map[string]uint64{}, byID: map[tag.ID]uint64{}, known: map[tag.ID]bool{},
-		byMetric: map[string]string{}, byAlias: map[uint64]string{}}, nil
+		byMetric: map[string]string{}, byAlias: map[uint64]string{}}
+	e.hostOnline.Store(opts.PrimaryHost == "")
+	return e, nil
 }
 
 // Stats returns the live counters.
@@ -249,15 +261,39 @@ func deathPayload(bdSeq uint64) []byte {
 }
 
 // Run connects and publishes until ctx ends, reconnecting (with a new
-// birth) whenever the broker goes away. It returns nil when ctx ends.
+// birth) whenever the broker goes away. With a PrimaryHost, births wait
+// for its online STATE, and its offline STATE ends the session (NDEATH,
+// disconnect) before a new one waits for it again. It returns nil when
+// ctx ends.
 func (e *Edge) Run(ctx context.Context) error {
 	u, err := url.Parse(e.opts.Broker)
 	if err != nil {
 		return fmt.Errorf("parse sparkplug broker url: %w", err)
 	}
-	log := e.opts.Logger
 	sub := e.tab.Subscribe(tag.SubOptions{Name: "sparkplug." + e.opts.Name, Mode: tag.Coalesce})
 	defer e.tab.Unsubscribe(sub)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		e.commands(ctx)
+	}()
+	defer wg.Wait()
+	for {
+		gone, err := e.session(ctx, u, sub)
+		if err != nil || !gone {
+			return err
+		}
+		e.opts.Logger.Info("sparkplug primary host offline: session ended", "edge", e.opts.Name, "host", e.opts.PrimaryHost)
+	}
+}
+
+func (e *Edge) stateTopic() string { return Topic{Type: STATE, Host: e.opts.PrimaryHost}.String() }
+
+// session runs one MQTT connection (with its own reconnections) until ctx
+// ends or the primary host goes offline (gone).
+func (e *Edge) session(ctx context.Context, u *url.URL, sub *tag.Subscription) (gone bool, err error) {
+	log := e.opts.Logger
 	cmdTopic, devCmdTopic := e.topic(NCMD), ""
 	if e.opts.Device != "" {
 		devCmdTopic = e.devTopic(DCMD)
@@ -269,8 +305,8 @@ func (e *Edge) Run(ctx context.Context) error {
 		CleanStartOnInitialConnection: true,
 		ReconnectBackoff:              autopaho.NewConstantBackoff(e.opts.ReconnectDelay),
 		ConnectPacketBuilder: func(c *paho.Connect, _ *url.URL) (*paho.Connect, error) {
-			// Each session has its own bdSeq, in its will and its birth,
-			// so a host can tell a late will from the current session's.
+			// Each connection has its own bdSeq, in its will and its
+			// birth, so a host can tell a late will from the current one.
 			e.mu.Lock()
 			e.bdSeq = (e.bdSeq + 1) % 256
 			bd := e.bdSeq
@@ -291,10 +327,17 @@ func (e *Edge) Run(ctx context.Context) error {
 			log.Info("sparkplug edge node connected", "edge", e.opts.Name, "broker", e.opts.Broker)
 			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			if _, err := cm.Subscribe(sctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{
+			subs := []paho.SubscribeOptions{
 				{Topic: cmdTopic, QoS: 1},
 				{Topic: Topic{Group: e.opts.Group, Type: DCMD, Node: e.opts.Node}.String() + "/+", QoS: 1},
-			}}); err != nil {
+			}
+			if e.opts.PrimaryHost != "" {
+				// Its retained STATE, delivered on subscribing, says
+				// whether to be born now.
+				e.hostOnline.Store(false)
+				subs = append(subs, paho.SubscribeOptions{Topic: e.stateTopic(), QoS: 1})
+			}
+			if _, err := cm.Subscribe(sctx, &paho.Subscribe{Subscriptions: subs}); err != nil {
 				e.stats.LastError.Store("subscribe: " + err.Error())
 				log.Warn("sparkplug edge subscribe failed", "edge", e.opts.Name, "err", err)
 			}
@@ -307,6 +350,10 @@ func (e *Edge) Run(ctx context.Context) error {
 		ClientConfig: paho.ClientConfig{
 			ClientID: e.opts.ClientID,
 			OnPublishReceived: []func(paho.PublishReceived) (bool, error){func(pr paho.PublishReceived) (bool, error) {
+				if e.opts.PrimaryHost != "" && pr.Packet.Topic == e.stateTopic() {
+					e.hostState(pr.Packet.Payload)
+					return true, nil
+				}
 				e.stats.Commands.Add(1)
 				if pr.Packet.Topic != cmdTopic && pr.Packet.Topic != devCmdTopic {
 					e.stats.Refused.Add(1)
@@ -332,21 +379,14 @@ func (e *Edge) Run(ctx context.Context) error {
 	defer ccancel()
 	cm, err := autopaho.NewConnection(cctx, cfg)
 	if err != nil {
-		return fmt.Errorf("start sparkplug connection: %w", err)
+		return false, fmt.Errorf("start sparkplug connection: %w", err)
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		e.commands(ctx)
-	}()
-	e.loop(ctx, cm, sub)
-	wg.Wait()
+	gone = e.loop(ctx, cm, sub)
 	dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	// A clean stop sends no will: publish the deaths ourselves. The loop
+	// A clean end sends no will: publish the deaths ourselves. The loop
 	// has ended, so seq is ours.
-	if e.opts.Device != "" {
+	if e.opts.Device != "" && !gone {
 		e.seq = (e.seq + 1) % 256
 		_, _ = cm.Publish(dctx, &paho.Publish{Topic: e.devTopic(DDEATH), QoS: 0,
 			Payload: Append(nil, &Payload{Timestamp: uint64(time.Now().UnixMilli()), HasSeq: true, Seq: e.seq})})
@@ -356,7 +396,34 @@ func (e *Edge) Run(ctx context.Context) error {
 	e.mu.Unlock()
 	_, _ = cm.Publish(dctx, &paho.Publish{Topic: e.topic(NDEATH), QoS: 1, Payload: deathPayload(bd)})
 	_ = cm.Disconnect(dctx)
-	return nil
+	return gone, nil
+}
+
+// hostState applies a STATE of the primary host: online (newer than the
+// last) allows the births; offline, no older than the last online, ends
+// the session.
+func (e *Edge) hostState(b []byte) {
+	var st struct {
+		Online    bool  `json:"online"`
+		Timestamp int64 `json:"timestamp"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		e.opts.Logger.Warn("sparkplug primary host STATE not readable", "edge", e.opts.Name, "err", err)
+		return
+	}
+	switch {
+	case st.Online && st.Timestamp >= e.hostTS.Load():
+		e.hostTS.Store(st.Timestamp)
+		if !e.hostOnline.Swap(true) {
+			e.opts.Logger.Info("sparkplug primary host online", "edge", e.opts.Name, "host", e.opts.PrimaryHost)
+			e.rebirth()
+		}
+	case !st.Online && st.Timestamp >= e.hostTS.Load() && e.hostOnline.Swap(false):
+		select {
+		case e.hostGone <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // rebirth asks the loop for a new NBIRTH.
@@ -368,17 +435,25 @@ func (e *Edge) rebirth() {
 	}
 }
 
-// loop publishes births and data; it alone owns seq and the alias maps.
-func (e *Edge) loop(ctx context.Context, cm *autopaho.ConnectionManager, sub *tag.Subscription) {
+// loop publishes births and data until ctx ends or the primary host
+// goes offline (it then returns true); it alone owns seq and the alias
+// maps. Nothing is published before the first birth of the session.
+func (e *Edge) loop(ctx context.Context, cm *autopaho.ConnectionManager, sub *tag.Subscription) bool {
 	tick := time.NewTicker(e.opts.Interval)
 	defer tick.Stop()
 	var buf []tag.Change
+	born := false
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return false
+		case <-e.hostGone:
+			return true
 		case <-e.kick:
 		case <-tick.C:
+		}
+		if !e.hostOnline.Load() {
+			continue // changes wait in the subscription, then the birth has them
 		}
 		if e.needBirth.Load() {
 			e.needBirth.Store(false)
@@ -386,7 +461,12 @@ func (e *Edge) loop(ctx context.Context, cm *autopaho.ConnectionManager, sub *ta
 			if err := e.birth(ctx, cm); err != nil {
 				e.needBirth.Store(true)
 				e.stats.LastError.Store("birth: " + err.Error())
+			} else {
+				born = true
 			}
+			continue
+		}
+		if !born {
 			continue
 		}
 		buf = sub.Take(buf[:0])

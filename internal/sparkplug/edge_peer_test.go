@@ -267,3 +267,66 @@ func TestEdgeDeviceReadByTahu(t *testing.T) {
 	}
 	reader.awaitMsg(base+"NDEATH/pith1", 5*time.Second)
 }
+
+// TestEdgePrimaryHost gates the edge node's births on the STATE of its
+// primary host (Pith's own host here), read by Tahu's codec: no birth
+// before the host is online, an NDEATH when it says offline, a new birth
+// with the next bdSeq when it is back.
+func TestEdgePrimaryHost(t *testing.T) {
+	broker := brokerURL(t)
+	group, hostID := uniqueID("grp"), uniqueID("primary")
+	defer clearRetained(t, broker, "spBv1.0/STATE/"+hostID)
+	reader := startTahu(t, "host.js", broker, group)
+	reader.await("subscribed", 10*time.Second)
+	tab := tag.New(nil, tag.DefaultOptions(), nil)
+	setTag(t, tab, "plant.a", 1)
+	opts := DefaultEdgeOptions()
+	opts.Broker, opts.Group, opts.Node, opts.Name, opts.PrimaryHost = broker, group, "pith1", "e3", hostID
+	opts.Tags, opts.Interval = []string{"plant.*"}, 20*time.Millisecond
+	e, err := NewEdge(tab, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, 5*time.Second, "edge connected", func() bool { return e.Stats().Connects.Load() > 0 })
+	time.Sleep(300 * time.Millisecond)
+	if e.Stats().Births.Load() != 0 {
+		t.Fatal("born before the primary host was online")
+	}
+
+	startHost := func() func() {
+		hopts := DefaultHostOptions()
+		hopts.Broker, hopts.Groups, hopts.HostID = broker, []string{group}, hostID
+		h, err := NewHost(&memSink{}, hopts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hctx, hcancel := context.WithCancel(context.Background())
+		hdone := make(chan error, 1)
+		go func() { hdone <- h.Run(hctx) }()
+		return func() { hcancel(); <-hdone }
+	}
+	stop := startHost()
+	birth := reader.awaitMsg("spBv1.0/"+group+"/NBIRTH/pith1", 10*time.Second)
+	bd := metricsOf(birth)["bdSeq"]["value"].(float64)
+	setTag(t, tab, "plant.a", 2)
+	reader.awaitMsg("spBv1.0/"+group+"/NDATA/pith1", 5*time.Second)
+
+	stop() // STATE offline: the edge node dies
+	death := reader.awaitMsg("spBv1.0/"+group+"/NDEATH/pith1", 10*time.Second)
+	if metricsOf(death)["bdSeq"]["value"] != bd {
+		t.Errorf("death %v, want bdSeq %v", death, bd)
+	}
+	stop = startHost()
+	defer stop()
+	birth = reader.awaitMsg("spBv1.0/"+group+"/NBIRTH/pith1", 10*time.Second)
+	if got := metricsOf(birth)["bdSeq"]["value"]; got != bd+1 {
+		t.Errorf("rebirth bdSeq %v, want %v", got, bd+1)
+	}
+	if e.Stats().Births.Load() != 2 {
+		t.Errorf("births %d, want 2", e.Stats().Births.Load())
+	}
+}
