@@ -164,6 +164,9 @@ func (a *Agent) start(ctx context.Context) error {
 	if err := a.add(ctx, in); err != nil {
 		return err
 	}
+	if err := a.add(ctx, &sparkplugPart{in: in, au: au, log: log}); err != nil {
+		return err
+	}
 	// One memory budget for every body and answer in flight: the HTTP
 	// server spends it, diagnostics report it.
 	budget := api.NewBudget(cfg.HTTP.MaxInflightBytes)

@@ -40,6 +40,7 @@ type automation struct {
 	sched  *schedule.Engine // nil when [schedules] is off
 	rules  *rule.Engine     // nil when [rules] is off
 	guard  *rule.Guard      // always: the write limits apply to API writes too
+	ctl    *controlRouter   // behind the guard: Sparkplug hosts' tags, then the plant's
 	stops  []func()         // in start order
 	events alarmEvents      // alarm transitions into the event collector, once it runs
 }
@@ -47,7 +48,8 @@ type automation struct {
 var _ Reloadable = (*automation)(nil)
 
 func newAutomation(cfg *config.Config, p *plant.Plant, h *health, log *slog.Logger) *automation {
-	return &automation{cfg: cfg, plant: p, tab: p.Table(), health: h, log: log}
+	return &automation{cfg: cfg, plant: p, tab: p.Table(), health: h, log: log,
+		ctl: &controlRouter{next: p.Controller(), log: log.With("part", "control")}}
 }
 
 func (a *automation) Name() string { return "automation" }
@@ -102,7 +104,7 @@ func (a *automation) start(ctx context.Context) error {
 	if a.alarms != nil {
 		alarms = a.alarms
 	}
-	a.guard = rule.NewGuard(a.plant.Controller(), rule.Limits(cfg.Rules.Limit), alarms, nil, log.With("part", "control"))
+	a.guard = rule.NewGuard(a.ctl, rule.Limits(cfg.Rules.Limit), alarms, nil, log.With("part", "control"))
 	var sched rule.Schedules
 	if cfg.Schedules.Enabled {
 		s, err := schedule.New(cfg.Schedules, filepath.Join(cfg.Store.Dir, "schedules"), a.plant.Table(), nil, log.With("part", "schedules"))

@@ -41,6 +41,9 @@ type Config struct {
 	Ingest Ingest `toml:"ingest"`
 	// MQTT subscribes to a broker.
 	MQTT MQTT `toml:"mqtt"`
+	// Sparkplug speaks MQTT Sparkplug B as host applications and edge
+	// nodes (sparkplug.go).
+	Sparkplug Sparkplug `toml:"sparkplug"`
 	// Display is the public display page.
 	Display Display `toml:"display"`
 	// Events is the event collector at /api/v1/events.
