@@ -1,0 +1,235 @@
+package opcua
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pith-historian/pith/internal/config"
+	"github.com/pith-historian/pith/internal/model"
+	"github.com/pith-historian/pith/internal/tag"
+)
+
+// The test server's tick period (10 Hz).
+const tickMs = 100
+
+// stationConfig returns a station reading n of the server's counters
+// (ns=1;s=v0000..) as tags t.v0000.., every change reported.
+func stationConfig(t testing.TB, endpoint string, n int) config.OPCUAClient {
+	c := config.DefaultOPCUAClient()
+	c.Name = "ua"
+	c.Endpoint = endpoint
+	c.PublishInterval = config.Duration(200 * time.Millisecond)
+	c.RetryPause = config.Duration(time.Second)
+	c.Timeout = config.Duration(5 * time.Second)
+	for i := range n {
+		ts := config.DefaultOPCUATagSpec()
+		ts.Name = fmt.Sprintf("t.v%04d", i)
+		ts.Node = fmt.Sprintf("ns=1;s=v%04d", i)
+		ts.Type = "Double"
+		ts.QueueSize = 100
+		c.Tags = append(c.Tags, ts)
+	}
+	return c
+}
+
+// validated runs c through config validation, as a file would be.
+func validated(t testing.TB, c config.OPCUAClient) config.OPCUAClient {
+	t.Helper()
+	cfg := config.Default()
+	cfg.OPCUA.Clients = []config.OPCUAClient{c}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// runStation starts a station on a fresh table archiving into a recorder.
+func runStation(t testing.TB, c config.OPCUAClient) (*Station, *tag.Table, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	tab := tag.New(log, tag.DefaultOptions(), rec)
+	st, err := NewStation(validated(t, c), tab, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Start(context.Background())
+	t.Cleanup(st.Stop)
+	return st, tab, rec
+}
+
+// waitFor polls cond every 50 ms until it holds or d passed.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// latest returns the current value of a tag.
+func latest(tab *tag.Table, name string) tag.Value {
+	v, _ := tab.Latest(name)
+	if len(v) == 0 {
+		return tag.Value{}
+	}
+	return v[0]
+}
+
+// checkCounters checks the archive of the server's counters: per tag, the
+// good values are consecutive ticks with no gap and no repeat, each with
+// its source timestamp (epoch + k*period), from first to at least last.
+// It returns how many values were checked.
+func checkCounters(t testing.TB, rec *recorder, n int, epoch int64, last float64) int {
+	t.Helper()
+	m := rec.byTag()
+	total, bad := 0, 0
+	for i := range n {
+		name := fmt.Sprintf("t.v%04d", i)
+		var prev float64 = -1
+		seen := map[int64]bool{}
+		for _, p := range m[name] {
+			if p.Q != model.QualityGood {
+				continue
+			}
+			if want := epoch + int64(p.V)*tickMs; p.T != want {
+				if bad++; bad < 10 {
+					t.Errorf("%s: value %v at %d, want its source time %d", name, p.V, p.T, want)
+				}
+			}
+			if seen[p.T] {
+				if bad++; bad < 10 {
+					t.Errorf("%s: value %v at %d archived twice", name, p.V, p.T)
+				}
+			}
+			seen[p.T] = true
+			if prev >= 0 && p.V != prev+1 && p.T > epoch+int64(prev)*tickMs {
+				if bad++; bad < 10 {
+					t.Errorf("%s: after %v came %v: %v change(s) missed", name, prev, p.V, p.V-prev-1)
+				}
+			}
+			if p.V > prev {
+				prev = p.V
+			}
+			total++
+		}
+		if prev < last {
+			if bad++; bad < 10 {
+				t.Errorf("%s: last archived value %v, want at least %v", name, prev, last)
+			}
+		}
+	}
+	return total
+}
+
+// serverTick is the server's tick number now.
+func serverTick(epoch int64) float64 {
+	return float64((time.Now().UnixMilli() - epoch) / tickMs)
+}
+
+// TestInteropNodeOPCUA1000 subscribes to 1,000 variables changing at
+// 10 Hz on a node-opcua server with security None and checks that every
+// change was archived with its source timestamp.
+func TestInteropNodeOPCUA1000(t *testing.T) {
+	const n = 1000
+	srv := startNodeServer(t, n, 10)
+	c := stationConfig(t, srv.endpoint(), n)
+	for i := range c.Tags {
+		c.Tags[i].SamplingInterval = 0
+	}
+	st, tab, rec := runStation(t, c)
+	waitFor(t, 30*time.Second, "first values", func() bool { return latest(tab, "t.v0999").Has })
+	time.Sleep(5 * time.Second)
+	last := serverTick(srv.epoch) - 10 // a second of slack for the last publish
+	waitFor(t, 10*time.Second, "values of the last second", func() bool { return latest(tab, "t.v0999").V >= last })
+	st.Stop()
+	got := checkCounters(t, rec, n, srv.epoch, last)
+	s := st.Stats()
+	t.Logf("%d values checked; %d notifications, %d overflows, %d errors", got, s.Notifications, s.Overflows, s.Errors)
+	if s.Overflows != 0 {
+		t.Errorf("%d queue overflows", s.Overflows)
+	}
+	if got < n*40 {
+		t.Errorf("only %d values archived, want about %d", got, n*50)
+	}
+}
+
+// TestInteropSignAndEncrypt connects with Basic256Sha256 SignAndEncrypt and
+// a user name, trusting the server's certificate through the trust
+// directory; with an empty trust directory the station refuses the server.
+func TestInteropSignAndEncrypt(t *testing.T) {
+	srv := startNodeServer(t, 10, 10)
+	dir := t.TempDir()
+	certPEM, keyPEM, err := NewCertificate(DefaultCertOptions("localhost"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "cert.pem"), certPEM, 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "key.pem"), keyPEM, 0o600))
+	trust := filepath.Join(dir, "trusted")
+	must(t, os.Mkdir(trust, 0o755))
+
+	c := stationConfig(t, srv.endpoint(), 10)
+	c.SecurityPolicy, c.SecurityMode = config.OPCUAPolicyBasic256Sha256, config.OPCUAModeSignAndEncrypt
+	c.Auth, c.Username, c.Password = config.OPCUAAuthUsername, "operator", "secret"
+	c.Certificate, c.PrivateKey, c.TrustDir = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), trust
+
+	// Untrusted first: no session, a clear error.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := clientOptions(ctx, validated(t, c)); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "SHA-1") {
+		t.Fatalf("untrusted server: got %v, want ErrUntrusted naming the thumbprint", err)
+	}
+	// Trust it (as an operator would after checking the thumbprint).
+	der, err := ServerCertificate(ctx, srv.endpoint(), config.OPCUAPolicyBasic256Sha256, config.OPCUAModeSignAndEncrypt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.WriteFile(filepath.Join(trust, "server.der"), der, 0o644))
+
+	st, tab, rec := runStation(t, c)
+	waitFor(t, 30*time.Second, "values over SignAndEncrypt", func() bool {
+		v := latest(tab, "t.v0009")
+		return v.Has && v.V >= serverTick(srv.epoch)-20
+	})
+	time.Sleep(2 * time.Second)
+	last := serverTick(srv.epoch) - 10
+	waitFor(t, 10*time.Second, "recent values", func() bool { return latest(tab, "t.v0009").V >= last })
+	st.Stop()
+	checkCounters(t, rec, 10, srv.epoch, last)
+
+	// A wrong password is refused by the server.
+	c.Password = "wrong"
+	if _, err := connectOnce(validated(t, c)); err == nil {
+		t.Error("wrong password accepted")
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// connectOnce opens and closes one session of c.
+func connectOnce(c config.OPCUAClient) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := dial(ctx, c, nil)
+	if err != nil {
+		return false, err
+	}
+	cl.Close(ctx)
+	return true, nil
+}

@@ -1,0 +1,468 @@
+package opcua
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gopcua/opcua"
+	"github.com/gopcua/opcua/ua"
+
+	"github.com/pith-historian/pith/internal/acq"
+	"github.com/pith-historian/pith/internal/config"
+	"github.com/pith-historian/pith/internal/model"
+	"github.com/pith-historian/pith/internal/tag"
+)
+
+// Limits of one session.
+const (
+	// itemsPerCall is how many monitored items one CreateMonitoredItems
+	// request carries, and nodes one Read request: servers limit both
+	// (node-opcua and many PLCs to a few thousand).
+	itemsPerCall = 1000
+	// notifyQueue is how many notification messages wait between the
+	// client's publish loop and the station.
+	notifyQueue = 64
+	// reconnectInterval is how often the client tries to reopen a lost
+	// secure channel while the session may still live on the server.
+	reconnectInterval = time.Second
+)
+
+// item is one node the station reads: a scalar feeding one tag, or an
+// array feeding one tag per element.
+type item struct {
+	node  *ua.NodeID
+	spec  config.OPCUATag // the first tag's settings (shared by the entry)
+	tags  []int           // indexes into Station.tags
+	elems []int           // element of each tag, -1 for a scalar
+}
+
+// Station is one OPC UA server endpoint: a session with a subscription
+// for the monitored tags and a cyclic read for the others, writing into the
+// tag table. It reconnects on its own; Start and Stop bracket its life.
+type Station struct {
+	cfg   config.OPCUAClient
+	tags  []config.OPCUATag
+	byTag map[string]int
+	tab   acq.Table
+	log   *slog.Logger
+	ids   []tag.ID
+	subs  []item // monitored; the client handle is the index
+	reads []item
+	stat  statIDs
+	cnt   counters
+
+	client atomic.Pointer[opcua.Client] // the connected client, for writes
+	// badAt is the Unix ms at which the station last marked its tags bad
+	// (0 when they are not): reads stamp their values no earlier, so that a
+	// value unchanged since before the loss turns good again.
+	badAt atomic.Int64
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewStation builds a station from its configuration (validated by
+// config) and defines its tags and statistic tags in tab.
+func NewStation(c config.OPCUAClient, tab acq.Table, log *slog.Logger) (*Station, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tags, err := c.ExpandedTags()
+	if err != nil {
+		return nil, fmt.Errorf("build opcua station %q: %w", c.Name, err)
+	}
+	s := &Station{cfg: c, tags: tags, byTag: make(map[string]int, len(tags)), tab: tab, log: log.With("station", c.Name)}
+	for i, t := range tags {
+		id, err := tab.Define(tag.Def{Name: t.Name, Unit: t.Unit, Description: t.Description,
+			Source: "opcua:" + c.Name, Archive: archivePolicy(t.Archive), Deadband: t.Deadband})
+		if err != nil {
+			return nil, fmt.Errorf("build opcua station %q: %w", c.Name, err)
+		}
+		s.ids = append(s.ids, id)
+		s.byTag[t.Name] = i
+	}
+	for i := 0; i < len(tags); {
+		j := i
+		for j < len(tags) && tags[j].Entry == tags[i].Entry {
+			j++
+		}
+		node, err := ua.ParseNodeID(tags[i].Node)
+		if err != nil {
+			return nil, fmt.Errorf("build opcua station %q: tags[%d].node: %w", c.Name, tags[i].Entry, err)
+		}
+		it := item{node: node, spec: tags[i]}
+		for k := i; k < j; k++ {
+			it.tags = append(it.tags, k)
+			it.elems = append(it.elems, tags[k].Element)
+		}
+		if tags[i].Read {
+			s.reads = append(s.reads, it)
+		} else {
+			s.subs = append(s.subs, it)
+		}
+		i = j
+	}
+	if err := s.defineStats(); err != nil {
+		return nil, fmt.Errorf("build opcua station %q: %w", c.Name, err)
+	}
+	return s, nil
+}
+
+func archivePolicy(a config.Archive) tag.Policy {
+	switch a {
+	case config.ArchiveAll:
+		return tag.ArchiveAll
+	case config.ArchiveDeadband:
+		return tag.ArchiveDeadband
+	}
+	return tag.ArchiveChange
+}
+
+// Name returns the station's name.
+func (s *Station) Name() string { return s.cfg.Name }
+
+// Start runs the station until Stop or ctx's end: it connects, and
+// reconnects after every loss.
+func (s *Station) Start(ctx context.Context) {
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		s.run(ctx)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.statsLoop(ctx)
+	}()
+}
+
+// Stop ends the session and waits for the station's goroutines.
+func (s *Station) Stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+}
+
+// run connects and keeps a session until ctx ends. A session the client
+// could not recover (the server refused the reconnection or forgot the
+// session and its subscription) is replaced by a new one after RetryPause.
+func (s *Station) run(ctx context.Context) {
+	failing := false
+	for {
+		err := s.session(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.markBad()
+		s.cnt.errors.Add(1)
+		s.setLastErr(err)
+		if !failing {
+			s.log.Warn("opcua session lost", "err", err)
+		} else {
+			s.log.Debug("opcua session still failing", "err", err)
+		}
+		failing = true
+		t := time.NewTimer(s.cfg.RetryPause.Std())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// errClosed is a session's end when the client gave up reconnecting.
+var errClosed = errors.New("the client gave up reconnecting")
+
+// session runs one client from connection to loss.
+func (s *Station) session(ctx context.Context) error {
+	states := make(chan opcua.ConnState, 16)
+	c, err := dial(ctx, s.cfg, states)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		s.client.Store(nil)
+		closeCtx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout.Std())
+		defer cancel()
+		_ = c.Close(closeCtx)
+	}()
+	notes := make(chan *opcua.PublishNotificationData, notifyQueue)
+	if len(s.subs) > 0 {
+		if err := s.subscribe(ctx, c, notes); err != nil {
+			return err
+		}
+	}
+	s.client.Store(c)
+	s.log.Info("opcua session open", "endpoint", s.cfg.Endpoint, "security", s.cfg.SecurityPolicy+"/"+s.cfg.SecurityMode,
+		"monitored", len(s.subs), "read", len(s.reads))
+	s.setComm(true)
+	s.refresh(ctx, c)
+
+	var readWG sync.WaitGroup
+	rctx, rcancel := context.WithCancel(ctx)
+	defer func() { rcancel(); readWG.Wait() }()
+	if len(s.reads) > 0 {
+		readWG.Add(1)
+		go func() {
+			defer readWG.Done()
+			s.readLoop(rctx, c)
+		}()
+	}
+	connected := true
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case st := <-states:
+			switch st {
+			case opcua.Connected:
+				if !connected {
+					connected = true
+					s.log.Info("opcua session recovered")
+					s.setComm(true)
+					s.refresh(ctx, c)
+				}
+			case opcua.Disconnected, opcua.Reconnecting:
+				if connected {
+					connected = false
+					s.cnt.errors.Add(1)
+					s.log.Warn("opcua connection lost; reconnecting", "endpoint", s.cfg.Endpoint)
+					s.markBad()
+				}
+			case opcua.Closed:
+				return errClosed
+			}
+		case n := <-notes:
+			s.handle(n)
+		}
+	}
+}
+
+// subscribe creates the subscription and its monitored items. An item
+// the server refuses (an unknown node, a wrong filter) is logged and its
+// tags turn bad; the others run.
+func (s *Station) subscribe(ctx context.Context, c *opcua.Client, notes chan *opcua.PublishNotificationData) error {
+	sub, err := c.Subscribe(ctx, &opcua.SubscriptionParameters{Interval: s.cfg.PublishInterval.Std()}, notes)
+	if err != nil {
+		return fmt.Errorf("create subscription: %w", err)
+	}
+	ts := ua.TimestampsToReturnBoth
+	for start := 0; start < len(s.subs); start += itemsPerCall {
+		end := min(start+itemsPerCall, len(s.subs))
+		reqs := make([]*ua.MonitoredItemCreateRequest, 0, end-start)
+		for h := start; h < end; h++ {
+			reqs = append(reqs, monitorRequest(s.subs[h], uint32(h)))
+		}
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout.Std())
+		res, err := sub.Monitor(cctx, ts, reqs...)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("create monitored items: %w", err)
+		}
+		if res.ResponseHeader != nil && res.ResponseHeader.ServiceResult != ua.StatusOK {
+			return fmt.Errorf("create monitored items: %s", StatusName(res.ResponseHeader.ServiceResult))
+		}
+		now := time.Now().UnixMilli()
+		var bad []tag.Sample
+		for i, r := range res.Results {
+			if r.StatusCode == ua.StatusOK {
+				continue
+			}
+			it := s.subs[start+i]
+			s.log.Warn("opcua monitored item refused", "node", it.spec.Node, "tag", s.tags[it.tags[0]].Name, "status", StatusName(r.StatusCode))
+			for _, ti := range it.tags {
+				bad = append(bad, tag.Sample{ID: s.ids[ti], T: now, Q: model.QualityBad, Hold: true})
+			}
+		}
+		if len(bad) > 0 {
+			s.tab.Update(bad)
+		}
+	}
+	return nil
+}
+
+// monitorRequest is the monitored item of it, with client handle h.
+func monitorRequest(it item, h uint32) *ua.MonitoredItemCreateRequest {
+	req := opcua.NewMonitoredItemCreateRequestWithDefaults(it.node, ua.AttributeIDValue, h)
+	p := req.RequestedParameters
+	p.SamplingInterval = float64(it.spec.SamplingInterval.Std()) / float64(time.Millisecond)
+	p.QueueSize = uint32(it.spec.QueueSize)
+	p.DiscardOldest = true
+	if it.spec.ServerDeadband != config.OPCUADeadbandNone {
+		kind := uint32(ua.DeadbandTypeAbsolute)
+		if it.spec.ServerDeadband == config.OPCUADeadbandPercent {
+			kind = uint32(ua.DeadbandTypePercent)
+		}
+		p.Filter = ua.NewExtensionObject(&ua.DataChangeFilter{
+			Trigger:       ua.DataChangeTriggerStatusValue,
+			DeadbandType:  kind,
+			DeadbandValue: it.spec.ServerDeadbandValue,
+		})
+	}
+	return req
+}
+
+// handle applies one notification message to the table.
+func (s *Station) handle(n *opcua.PublishNotificationData) {
+	if n.Error != nil {
+		s.log.Debug("opcua notification error", "err", n.Error)
+		return
+	}
+	switch x := n.Value.(type) {
+	case *ua.DataChangeNotification:
+		batch := make([]tag.Sample, 0, len(x.MonitoredItems))
+		for _, m := range x.MonitoredItems {
+			if m == nil || int(m.ClientHandle) >= len(s.subs) {
+				continue
+			}
+			batch = s.samples(batch, s.subs[m.ClientHandle], m.Value, 0)
+		}
+		s.cnt.notifications.Add(uint64(len(x.MonitoredItems)))
+		if len(batch) > 0 {
+			s.cnt.changes.Add(uint64(s.tab.Update(batch)))
+		}
+	case *ua.StatusChangeNotification:
+		s.log.Warn("opcua subscription status changed", "status", StatusName(x.Status))
+	}
+}
+
+// samples appends the samples of one data value of it. floor is the
+// earliest time they may carry (see Station.badAt); 0 for none.
+func (s *Station) samples(batch []tag.Sample, it item, dv *ua.DataValue, floor int64) []tag.Sample {
+	if dv == nil {
+		return batch
+	}
+	if Overflowed(dv.Status) {
+		s.cnt.overflows.Add(1)
+	}
+	t := s.stamp(dv)
+	if t < floor {
+		t = floor
+	}
+	q := Quality(dv.Status)
+	has := dv.EncodingMask&ua.DataValueValue != 0
+	for k, ti := range it.tags {
+		smp := tag.Sample{ID: s.ids[ti], T: t, Q: q}
+		v, ok := Float(dv.Value, it.elems[k])
+		switch {
+		case q == model.QualityBad || !has:
+			smp.Q, smp.Hold = model.QualityBad, true
+		case !ok:
+			// A value Pith cannot hold as a number (another type than
+			// configured, an array too short): bad, the last value kept.
+			smp.Q, smp.Hold = model.QualityBad, true
+		default:
+			smp.V = v*s.tags[ti].Scale + s.tags[ti].Offset
+		}
+		batch = append(batch, smp)
+	}
+	return batch
+}
+
+// stamp picks a value's time: the source timestamp unless the station
+// wants the server's or the source gave none, then the server timestamp,
+// then now.
+func (s *Station) stamp(dv *ua.DataValue) int64 {
+	if s.cfg.Timestamps == config.OPCUATimestampSource && dv.EncodingMask&ua.DataValueSourceTimestamp != 0 && !dv.SourceTimestamp.IsZero() {
+		return dv.SourceTimestamp.UnixMilli()
+	}
+	if dv.EncodingMask&ua.DataValueServerTimestamp != 0 && !dv.ServerTimestamp.IsZero() {
+		return dv.ServerTimestamp.UnixMilli()
+	}
+	return time.Now().UnixMilli()
+}
+
+// refresh reads every node once, so that tags marked bad by a connection
+// loss turn good again with their current value even if it did not change
+// (a recovered subscription only sends changes).
+func (s *Station) refresh(ctx context.Context, c *opcua.Client) {
+	floor := s.badAt.Swap(0)
+	if floor == 0 {
+		return
+	}
+	all := append(append([]item(nil), s.subs...), s.reads...)
+	if err := s.read(ctx, c, all, floor); err != nil {
+		s.log.Warn("opcua refresh read failed", "err", err)
+	}
+}
+
+// readLoop reads the mode = "read" tags every ReadPeriod, on ticks
+// aligned to the wall clock as Modbus polls are.
+func (s *Station) readLoop(ctx context.Context, c *opcua.Client) {
+	period := s.cfg.ReadPeriod.Std()
+	for {
+		now := time.Now()
+		next := now.Truncate(period).Add(period)
+		t := time.NewTimer(next.Sub(now))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		err := s.read(ctx, c, s.reads, s.badAt.Load())
+		s.cnt.recordRead(time.Since(start), err)
+		if err != nil && ctx.Err() == nil {
+			s.log.Debug("opcua read failed", "err", err)
+		}
+	}
+}
+
+// read reads the value of every node of items and applies them.
+func (s *Station) read(ctx context.Context, c *opcua.Client, items []item, floor int64) error {
+	for start := 0; start < len(items); start += itemsPerCall {
+		part := items[start:min(start+itemsPerCall, len(items))]
+		req := &ua.ReadRequest{TimestampsToReturn: ua.TimestampsToReturnBoth}
+		for _, it := range part {
+			req.NodesToRead = append(req.NodesToRead, &ua.ReadValueID{NodeID: it.node, AttributeID: ua.AttributeIDValue})
+		}
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout.Std())
+		res, err := c.Read(cctx, req)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("read %d nodes: %w", len(part), err)
+		}
+		if len(res.Results) != len(part) {
+			return fmt.Errorf("read %d nodes: %d results", len(part), len(res.Results))
+		}
+		batch := make([]tag.Sample, 0, len(part))
+		for i, dv := range res.Results {
+			batch = s.samples(batch, part[i], dv, floor)
+		}
+		s.cnt.changes.Add(uint64(s.tab.Update(batch)))
+	}
+	return nil
+}
+
+// markBad turns every tag of the station bad, keeping its value, and the
+// comm tag 0.
+func (s *Station) markBad() {
+	now := time.Now().UnixMilli()
+	s.badAt.Store(now)
+	batch := make([]tag.Sample, 0, len(s.ids)+1)
+	for _, id := range s.ids {
+		batch = append(batch, tag.Sample{ID: id, T: now, Q: model.QualityBad, Hold: true})
+	}
+	batch = append(batch, tag.Sample{ID: s.stat.comm, T: now, V: 0})
+	s.tab.Update(batch)
+	s.cnt.comm.Store(false)
+}
+
+// setComm writes the comm tag.
+func (s *Station) setComm(ok bool) {
+	v := 0.0
+	if ok {
+		v = 1
+	}
+	s.cnt.comm.Store(ok)
+	s.tab.Update([]tag.Sample{{ID: s.stat.comm, T: time.Now().UnixMilli(), V: v}})
+}
