@@ -74,7 +74,9 @@ func startNodeServer(t testing.TB, count int, rate float64) *nodeServer {
 	return s
 }
 
-func (s *nodeServer) endpoint() string { return "opc.tcp://127.0.0.1:" + strconv.Itoa(s.port) + "/pith" }
+func (s *nodeServer) endpoint() string {
+	return "opc.tcp://127.0.0.1:" + strconv.Itoa(s.port) + "/pith"
+}
 
 func (s *nodeServer) start() {
 	t := s.t
