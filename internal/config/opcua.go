@@ -234,3 +234,17 @@ func applyOPCUADefaults(cfg *Config, tree map[string]any) {
 		}
 	}
 }
+
+// StationNames returns the names of every acquisition station, Modbus
+// then OPC UA, in file order: the stations whose pith.station.<name>.comm
+// tag exists.
+func (c *Config) StationNames() []string {
+	out := make([]string, 0, len(c.Modbus.Clients)+len(c.OPCUA.Clients))
+	for _, s := range c.Modbus.Clients {
+		out = append(out, s.Name)
+	}
+	for _, s := range c.OPCUA.Clients {
+		out = append(out, s.Name)
+	}
+	return out
+}

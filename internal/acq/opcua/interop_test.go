@@ -233,3 +233,62 @@ func connectOnce(c config.OPCUAClient) (bool, error) {
 	cl.Close(ctx)
 	return true, nil
 }
+
+// TestInteropWriteAndTypes writes setpoints through the session (the
+// server acknowledges, or answers its status), reads an array expanded per
+// element, an Uncertain value, and a cyclically read tag.
+func TestInteropWriteAndTypes(t *testing.T) {
+	srv := startNodeServer(t, 1, 10)
+	c := stationConfig(t, srv.endpoint(), 0)
+	add := func(name, node, typ string, mod func(*config.OPCUATagSpec)) {
+		ts := config.DefaultOPCUATagSpec()
+		ts.Name, ts.Node, ts.Type, ts.Writable = name, node, typ, true
+		ts.SamplingInterval = 0
+		if mod != nil {
+			mod(&ts)
+		}
+		c.Tags = append(c.Tags, ts)
+	}
+	add("sp.double", "ns=1;s=sp_double", "Double", func(ts *config.OPCUATagSpec) { ts.Scale, ts.Offset = 0.5, 10 })
+	add("sp.uint16", "ns=1;s=sp_uint16", "UInt16", nil)
+	add("sp.bool", "ns=1;s=sp_bool", "Boolean", nil)
+	add("sp.wrongtype", "ns=1;s=sp_bool", "Double", nil)
+	add("sp.int32", "ns=1;s=sp_int32", "Int32", func(ts *config.OPCUATagSpec) { ts.Mode = config.OPCUAModeRead })
+	add("arr.{i}", "ns=1;s=arr", "Double", func(ts *config.OPCUATagSpec) { ts.Count = 4 })
+	add("unc", "ns=1;s=uncertain", "Double", func(ts *config.OPCUATagSpec) { ts.Writable = false })
+	c.ReadPeriod = config.Duration(100 * time.Millisecond)
+	st, tab, _ := runStation(t, c)
+	waitFor(t, 30*time.Second, "array values", func() bool { return latest(tab, "arr.3").Has && latest(tab, "unc").Has })
+	for i, want := range []float64{1.5, 2.5, 3.5, 4.5} {
+		if v := latest(tab, fmt.Sprintf("arr.%d", i)); v.V != want || v.Q != model.QualityGood {
+			t.Errorf("arr.%d = %+v, want %v good", i, v, want)
+		}
+	}
+	if v := latest(tab, "unc"); v.V != 7 || v.Q != model.QualityUncertain {
+		t.Errorf("unc = %+v, want 7 uncertain", v)
+	}
+	ctx := context.Background()
+	// Raw = (60 - 10) / 0.5 = 100 on the server, read back as 60.
+	must(t, st.Write(ctx, "sp.double", 60))
+	must(t, st.Write(ctx, "sp.uint16", 65535))
+	must(t, st.Write(ctx, "sp.bool", 1))
+	must(t, st.Write(ctx, "sp.int32", -42))
+	must(t, st.Write(ctx, "arr.2", 9.25))
+	waitFor(t, 10*time.Second, "written values read back", func() bool {
+		return latest(tab, "sp.double").V == 60 && latest(tab, "sp.uint16").V == 65535 && latest(tab, "sp.bool").V == 1 &&
+			latest(tab, "sp.int32").V == -42 && latest(tab, "arr.2").V == 9.25
+	})
+	if err := st.Write(ctx, "sp.uint16", 65536); !errors.Is(err, ErrValue) {
+		t.Errorf("65536 to a UInt16: got %v, want ErrValue", err)
+	}
+	if err := st.Write(ctx, "sp.bool", 0.5); !errors.Is(err, ErrValue) {
+		t.Errorf("0.5 to a Boolean: got %v, want ErrValue", err)
+	}
+	var se *StatusError
+	if err := st.Write(ctx, "sp.wrongtype", 3); !errors.As(err, &se) || !strings.Contains(err.Error(), "BadTypeMismatch") {
+		t.Errorf("Double to a Boolean variable: got %v, want the server's BadTypeMismatch", err)
+	}
+	if err := st.Write(ctx, "unc", 1); !errors.Is(err, ErrNotWritable) {
+		t.Errorf("read-only tag: got %v, want ErrNotWritable", err)
+	}
+}

@@ -79,3 +79,12 @@ func (s *Station) Write(ctx context.Context, name string, value float64) error {
 	}
 	return nil
 }
+
+// TagNames returns the names of the station's tags.
+func (s *Station) TagNames() []string {
+	out := make([]string, len(s.tags))
+	for i, t := range s.tags {
+		out[i] = t.Name
+	}
+	return out
+}
