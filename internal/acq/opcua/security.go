@@ -235,25 +235,25 @@ func ServerCertificate(ctx context.Context, endpoint, policy, mode string) ([]by
 }
 
 // dial connects a client for station c: endpoints, trust check, secure
-// channel, session. states, when not nil, receives the client's state
-// changes and must be drained.
-func dial(ctx context.Context, c config.OPCUAClient, states chan opcua.ConnState) (*opcua.Client, error) {
+// channel, session. It returns the options used, to open further secure
+// channels for the same session. The client's own reconnection is off:
+// in v0.8.0 its session restore closes the session it restores (its
+// ActivateSession closes the client's current session, which is that
+// one), losing the subscription, so the station recovers sessions itself.
+func dial(ctx context.Context, c config.OPCUAClient) (*opcua.Client, []opcua.Option, error) {
 	cctx, cancel := context.WithTimeout(ctx, c.Timeout.Std())
 	defer cancel()
 	opts, err := clientOptions(cctx, c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	opts = append(opts, opcua.AutoReconnect(true), opcua.ReconnectInterval(reconnectInterval))
-	if states != nil {
-		opts = append(opts, opcua.StateChangedCh(states))
-	}
+	opts = append(opts, opcua.AutoReconnect(false))
 	cl, err := opcua.NewClient(c.Endpoint, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("new client: %w", err)
+		return nil, nil, fmt.Errorf("new client: %w", err)
 	}
 	if err := cl.Connect(cctx); err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", c.Endpoint, err)
+		return nil, nil, fmt.Errorf("connect to %s: %w", c.Endpoint, err)
 	}
-	return cl, nil
+	return cl, opts, nil
 }

@@ -2,7 +2,6 @@ package opcua
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -24,10 +23,7 @@ const (
 	// request carries, and nodes one Read request: servers limit both
 	// (node-opcua and many PLCs to a few thousand).
 	itemsPerCall = 1000
-	// notifyQueue is how many notification messages wait between the
-	// client's publish loop and the station.
-	notifyQueue = 64
-	// reconnectInterval is how often the client tries to reopen a lost
+	// reconnectInterval is how often the station tries to reopen a lost
 	// secure channel while the session may still live on the server.
 	reconnectInterval = time.Second
 )
@@ -57,6 +53,13 @@ type Station struct {
 	cnt   counters
 
 	client atomic.Pointer[opcua.Client] // the connected client, for writes
+	// seq is the sequence number of the last notification message of
+	// the subscription the station applied, so that after a reconnection
+	// it can ask the server to republish the ones lost on the broken
+	// connection; acks are the messages to acknowledge with the next
+	// publish request. Both belong to the session goroutine.
+	seq  uint32
+	acks []*ua.SubscriptionAcknowledgement
 	// badAt is the Unix ms at which the station last marked its tags bad
 	// (0 when they are not): reads stamp their values no earlier, so that a
 	// value unchanged since before the loss turns good again.
@@ -159,6 +162,9 @@ func (s *Station) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		if s.cnt.comm.Load() {
+			failing = false // it ran: this is a new failure
+		}
 		s.markBad()
 		s.cnt.errors.Add(1)
 		s.setLastErr(err)
@@ -176,117 +182,6 @@ func (s *Station) run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
-}
-
-// errClosed is a session's end when the client gave up reconnecting.
-var errClosed = errors.New("the client gave up reconnecting")
-
-// session runs one client from connection to loss.
-func (s *Station) session(ctx context.Context) error {
-	states := make(chan opcua.ConnState, 16)
-	c, err := dial(ctx, s.cfg, states)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		s.client.Store(nil)
-		closeCtx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout.Std())
-		defer cancel()
-		_ = c.Close(closeCtx)
-	}()
-	notes := make(chan *opcua.PublishNotificationData, notifyQueue)
-	if len(s.subs) > 0 {
-		if err := s.subscribe(ctx, c, notes); err != nil {
-			return err
-		}
-	}
-	s.client.Store(c)
-	s.log.Info("opcua session open", "endpoint", s.cfg.Endpoint, "security", s.cfg.SecurityPolicy+"/"+s.cfg.SecurityMode,
-		"monitored", len(s.subs), "read", len(s.reads))
-	s.setComm(true)
-	s.refresh(ctx, c)
-
-	var readWG sync.WaitGroup
-	rctx, rcancel := context.WithCancel(ctx)
-	defer func() { rcancel(); readWG.Wait() }()
-	if len(s.reads) > 0 {
-		readWG.Add(1)
-		go func() {
-			defer readWG.Done()
-			s.readLoop(rctx, c)
-		}()
-	}
-	connected := true
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case st := <-states:
-			switch st {
-			case opcua.Connected:
-				if !connected {
-					connected = true
-					s.log.Info("opcua session recovered")
-					s.setComm(true)
-					s.refresh(ctx, c)
-				}
-			case opcua.Disconnected, opcua.Reconnecting:
-				if connected {
-					connected = false
-					s.cnt.errors.Add(1)
-					s.log.Warn("opcua connection lost; reconnecting", "endpoint", s.cfg.Endpoint)
-					s.markBad()
-				}
-			case opcua.Closed:
-				return errClosed
-			}
-		case n := <-notes:
-			s.handle(n)
-		}
-	}
-}
-
-// subscribe creates the subscription and its monitored items. An item
-// the server refuses (an unknown node, a wrong filter) is logged and its
-// tags turn bad; the others run.
-func (s *Station) subscribe(ctx context.Context, c *opcua.Client, notes chan *opcua.PublishNotificationData) error {
-	sub, err := c.Subscribe(ctx, &opcua.SubscriptionParameters{Interval: s.cfg.PublishInterval.Std()}, notes)
-	if err != nil {
-		return fmt.Errorf("create subscription: %w", err)
-	}
-	ts := ua.TimestampsToReturnBoth
-	for start := 0; start < len(s.subs); start += itemsPerCall {
-		end := min(start+itemsPerCall, len(s.subs))
-		reqs := make([]*ua.MonitoredItemCreateRequest, 0, end-start)
-		for h := start; h < end; h++ {
-			reqs = append(reqs, monitorRequest(s.subs[h], uint32(h)))
-		}
-		cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout.Std())
-		res, err := sub.Monitor(cctx, ts, reqs...)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("create monitored items: %w", err)
-		}
-		if res.ResponseHeader != nil && res.ResponseHeader.ServiceResult != ua.StatusOK {
-			return fmt.Errorf("create monitored items: %s", StatusName(res.ResponseHeader.ServiceResult))
-		}
-		now := time.Now().UnixMilli()
-		var bad []tag.Sample
-		for i, r := range res.Results {
-			if r.StatusCode == ua.StatusOK {
-				continue
-			}
-			it := s.subs[start+i]
-			s.log.Warn("opcua monitored item refused", "node", it.spec.Node, "tag", s.tags[it.tags[0]].Name, "status", StatusName(r.StatusCode))
-			for _, ti := range it.tags {
-				bad = append(bad, tag.Sample{ID: s.ids[ti], T: now, Q: model.QualityBad, Hold: true})
-			}
-		}
-		if len(bad) > 0 {
-			s.tab.Update(bad)
-		}
-	}
-	return nil
 }
 
 // monitorRequest is the monitored item of it, with client handle h.
@@ -308,30 +203,6 @@ func monitorRequest(it item, h uint32) *ua.MonitoredItemCreateRequest {
 		})
 	}
 	return req
-}
-
-// handle applies one notification message to the table.
-func (s *Station) handle(n *opcua.PublishNotificationData) {
-	if n.Error != nil {
-		s.log.Debug("opcua notification error", "err", n.Error)
-		return
-	}
-	switch x := n.Value.(type) {
-	case *ua.DataChangeNotification:
-		batch := make([]tag.Sample, 0, len(x.MonitoredItems))
-		for _, m := range x.MonitoredItems {
-			if m == nil || int(m.ClientHandle) >= len(s.subs) {
-				continue
-			}
-			batch = s.samples(batch, s.subs[m.ClientHandle], m.Value, 0)
-		}
-		s.cnt.notifications.Add(uint64(len(x.MonitoredItems)))
-		if len(batch) > 0 {
-			s.cnt.changes.Add(uint64(s.tab.Update(batch)))
-		}
-	case *ua.StatusChangeNotification:
-		s.log.Warn("opcua subscription status changed", "status", StatusName(x.Status))
-	}
 }
 
 // samples appends the samples of one data value of it. floor is the
@@ -396,7 +267,7 @@ func (s *Station) refresh(ctx context.Context, c *opcua.Client) {
 
 // readLoop reads the mode = "read" tags every ReadPeriod, on ticks
 // aligned to the wall clock as Modbus polls are.
-func (s *Station) readLoop(ctx context.Context, c *opcua.Client) {
+func (s *Station) readLoop(ctx context.Context) {
 	period := s.cfg.ReadPeriod.Std()
 	for {
 		now := time.Now()
@@ -407,6 +278,10 @@ func (s *Station) readLoop(ctx context.Context, c *opcua.Client) {
 			t.Stop()
 			return
 		case <-t.C:
+		}
+		c := s.client.Load()
+		if c == nil {
+			continue // reconnecting: the tags are bad already
 		}
 		start := time.Now()
 		err := s.read(ctx, c, s.reads, s.badAt.Load())
