@@ -153,17 +153,21 @@ func serverTick(epoch int64) float64 {
 // 10 Hz on a node-opcua server with security None and checks that every
 // change was archived with its source timestamp.
 func TestInteropNodeOPCUA1000(t *testing.T) {
-	const n = 1000
+	n := 1000
+	if testing.Short() {
+		n = 200 // the race detector's run: the same checks, lighter
+	}
 	srv := startNodeServer(t, n, 10)
 	c := stationConfig(t, srv.endpoint(), n)
 	for i := range c.Tags {
 		c.Tags[i].SamplingInterval = 0
 	}
 	st, tab, rec := runStation(t, c)
-	waitFor(t, 30*time.Second, "first values", func() bool { return latest(tab, "t.v0999").Has })
+	lastTag := fmt.Sprintf("t.v%04d", n-1)
+	waitFor(t, 30*time.Second, "first values", func() bool { return latest(tab, lastTag).Has })
 	time.Sleep(5 * time.Second)
 	last := serverTick(srv.epoch) - 10 // a second of slack for the last publish
-	waitFor(t, 10*time.Second, "values of the last second", func() bool { return latest(tab, "t.v0999").V >= last })
+	waitFor(t, 10*time.Second, "values of the last second", func() bool { return latest(tab, lastTag).V >= last })
 	st.Stop()
 	got := checkCounters(t, rec, n, srv.epoch, last)
 	s := st.Stats()
@@ -358,5 +362,55 @@ func TestInteropServerRestart(t *testing.T) {
 	waitFor(t, 60*time.Second, "values from the new server", func() bool {
 		v := latest(tab, "t.v0019")
 		return v.Q == model.QualityGood && v.T >= srv.epoch && latest(tab, "pith.station.ua.comm").V == 1
+	})
+}
+
+// TestInteropDiscover browses the server below Objects/Plant and checks
+// that the TOML written is a valid configuration (what `pith
+// check-config` checks) whose station then reads the variables.
+func TestInteropDiscover(t *testing.T) {
+	srv := startNodeServer(t, 5, 10)
+	c := config.DefaultOPCUAClient()
+	c.Name, c.Endpoint = "plc", srv.endpoint()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	o := DefaultDiscoverOptions()
+	o.Path = "Plant"
+	found, err := Discover(ctx, c, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteTOML(&b, c, found); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(b.String())
+	cfg, err := config.Parse([]byte(b.String()))
+	if err != nil {
+		t.Fatalf("discover output refused: %v", err)
+	}
+	tags, err := cfg.OPCUA.Clients[0].ExpandedTags()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]config.OPCUATag{}
+	for _, tg := range tags {
+		byName[tg.Name] = tg
+	}
+	for name, typ := range map[string]config.OPCUAType{"plc.Plant.Values.v0004": config.OPCUADouble, "plc.Plant.Setpoints.sp_uint16": config.OPCUAUInt16,
+		"plc.Plant.Setpoints.sp_bool": config.OPCUABoolean, "plc.Plant.Misc.arr.3": config.OPCUADouble} {
+		if got, ok := byName[name]; !ok || got.Type != typ {
+			t.Errorf("tag %s: got %+v, want type %v", name, got, typ)
+		}
+	}
+	if len(tags) != 5+5+4+1 {
+		t.Errorf("%d tags, want 15", len(tags))
+	}
+	if !strings.Contains(b.String(), "ns=1;s=text (Plant/Misc/text): text") {
+		t.Error("the String variable is not listed as left out")
+	}
+	_, tab, _ := runStation(t, cfg.OPCUA.Clients[0])
+	waitFor(t, 30*time.Second, "values of the discovered station", func() bool {
+		return latest(tab, "plc.Plant.Values.v0004").V > 0 && latest(tab, "plc.Plant.Misc.arr.3").V == 4.5
 	})
 }
