@@ -229,6 +229,38 @@ func TestInteropSignAndEncrypt(t *testing.T) {
 	if _, err := connectOnce(validated(t, c)); err == nil {
 		t.Error("wrong password accepted")
 	}
+	// The application certificate as the user's identity, over Sign.
+	c.Auth, c.Username, c.Password, c.SecurityMode = config.OPCUAAuthCertificate, "", "", config.OPCUAModeSign
+	if _, err := connectOnce(validated(t, c)); err != nil {
+		t.Errorf("certificate identity over Sign: %v", err)
+	}
+}
+
+// TestInteropServerDeadband asks the server to report a counter only when
+// it moved by at least 2.5 since the last report: every third value.
+func TestInteropServerDeadband(t *testing.T) {
+	srv := startNodeServer(t, 1, 10)
+	c := stationConfig(t, srv.endpoint(), 1)
+	c.Tags[0].SamplingInterval = 0
+	c.Tags[0].ServerDeadband, c.Tags[0].ServerDeadbandValue = config.OPCUADeadbandAbsolute, 2.5
+	st, tab, rec := runStation(t, c)
+	waitFor(t, 30*time.Second, "values", func() bool { return latest(tab, "t.v0000").V > 30 })
+	st.Stop()
+	var prev float64 = -1
+	n := 0
+	for _, p := range rec.byTag()["t.v0000"] {
+		if p.Q != model.QualityGood {
+			continue
+		}
+		if prev >= 0 && p.V-prev != 3 {
+			t.Errorf("after %v came %v, want a step of 3 with an absolute deadband of 2.5", prev, p.V)
+		}
+		prev = p.V
+		n++
+	}
+	if n < 5 {
+		t.Errorf("only %d values", n)
+	}
 }
 
 func must(t testing.TB, err error) {
