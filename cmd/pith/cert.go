@@ -117,4 +117,3 @@ func opcuaEndpoint(s string) string {
 	}
 	return s
 }
-
