@@ -92,6 +92,9 @@ tags = [
 	if v, _, _ := latest(t, p, "pith.station.ua.comm"); v != 1 {
 		t.Errorf("comm = %v, want 1", v)
 	}
+	if m, ok := p.Meta()("ua.v0"); !ok || m.Status != "Good (0x00000000)" || m.Source != "opcua:ua" {
+		t.Errorf("meta of ua.v0 = %+v, want the raw status Good", m)
+	}
 	// A reload that only changes the OPC UA section restarts the
 	// acquisition.
 	cfg2 := parse(t, strings.Replace(fmt.Sprintf(`

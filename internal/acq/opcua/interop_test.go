@@ -315,6 +315,9 @@ func TestInteropWriteAndTypes(t *testing.T) {
 	if v := latest(tab, "unc"); v.V != 7 || v.Q != model.QualityUncertain {
 		t.Errorf("unc = %+v, want 7 uncertain", v)
 	}
+	if s, ok := st.Status("unc"); !ok || s != "UncertainLastUsableValue (0x40900000)" {
+		t.Errorf("raw status of unc = %q, %v", s, ok)
+	}
 	ctx := context.Background()
 	// Raw = (60 - 10) / 0.5 = 100 on the server, read back as 60.
 	must(t, st.Write(ctx, "sp.double", 60))
@@ -360,6 +363,9 @@ func TestInteropLinkCut(t *testing.T) {
 	waitFor(t, 10*time.Second, "the loss seen", func() bool { return latest(tab, "t.v0000").Q == model.QualityBad })
 	if v := latest(tab, "pith.station.ua.comm"); v.V != 0 {
 		t.Errorf("comm during the cut = %v, want 0", v.V)
+	}
+	if s, _ := st.Status("t.v0000"); !strings.HasPrefix(s, "BadServerNotConnected") {
+		t.Errorf("raw status during the cut = %q, want the communication failure", s)
 	}
 	time.Sleep(3 * time.Second)
 	px.setCut(false)

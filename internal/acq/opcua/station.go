@@ -47,7 +47,11 @@ type Station struct {
 	tab   acq.Table
 	log   *slog.Logger
 	ids   []tag.ID
-	subs  []item // monitored; the client handle is the index
+	// status is the raw status code of each tag's last value, or
+	// statusNone before the first; a connection loss sets
+	// BadServerNotConnected, the communication failure.
+	status []atomic.Uint32
+	subs   []item // monitored; the client handle is the index
 	reads []item
 	stat  statIDs
 	cnt   counters
@@ -88,6 +92,10 @@ func NewStation(c config.OPCUAClient, tab acq.Table, log *slog.Logger) (*Station
 		}
 		s.ids = append(s.ids, id)
 		s.byTag[t.Name] = i
+	}
+	s.status = make([]atomic.Uint32, len(tags))
+	for i := range s.status {
+		s.status[i].Store(statusNone)
 	}
 	for i := 0; i < len(tags); {
 		j := i
@@ -221,6 +229,7 @@ func (s *Station) samples(batch []tag.Sample, it item, dv *ua.DataValue, floor i
 	q := Quality(dv.Status)
 	has := dv.EncodingMask&ua.DataValueValue != 0
 	for k, ti := range it.tags {
+		s.status[ti].Store(uint32(dv.Status))
 		smp := tag.Sample{ID: s.ids[ti], T: t, Q: q}
 		v, ok := Float(dv.Value, it.elems[k])
 		switch {
@@ -324,8 +333,9 @@ func (s *Station) markBad() {
 	now := time.Now().UnixMilli()
 	s.badAt.Store(now)
 	batch := make([]tag.Sample, 0, len(s.ids)+1)
-	for _, id := range s.ids {
+	for i, id := range s.ids {
 		batch = append(batch, tag.Sample{ID: id, T: now, Q: model.QualityBad, Hold: true})
+		s.status[i].Store(uint32(ua.StatusBadServerNotConnected))
 	}
 	batch = append(batch, tag.Sample{ID: s.stat.comm, T: now, V: 0})
 	s.tab.Update(batch)

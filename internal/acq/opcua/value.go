@@ -47,6 +47,9 @@ func Overflowed(s ua.StatusCode) bool {
 // "BadTypeMismatch (0x80740000)".
 func StatusName(s ua.StatusCode) string {
 	name := fmt.Sprintf("0x%08X", uint32(s))
+	if s == ua.StatusOK {
+		return "Good (" + name + ")"
+	}
 	if d, ok := ua.StatusCodes[s]; ok {
 		return d.Name[len("Status"):] + " (" + name + ")"
 	}

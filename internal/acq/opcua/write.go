@@ -88,3 +88,23 @@ func (s *Station) TagNames() []string {
 	}
 	return out
 }
+
+// statusNone marks a tag that has had no value yet. It is not a status a
+// server sends (its reserved bits are set).
+const statusNone = 0xFFFFFFFF
+
+// Status returns the raw OPC UA status of the last value of tag name, as
+// StatusName spells it ("Good (0x00000000)", "BadServerNotConnected
+// (0x808A0000)" after a connection loss); ok is false for a tag that is
+// not the station's or has had no value yet.
+func (s *Station) Status(name string) (string, bool) {
+	i, ok := s.byTag[name]
+	if !ok {
+		return "", false
+	}
+	st := s.status[i].Load()
+	if st == statusNone {
+		return "", false
+	}
+	return StatusName(ua.StatusCode(st)), true
+}
