@@ -52,9 +52,9 @@ type Station struct {
 	// BadServerNotConnected, the communication failure.
 	status []atomic.Uint32
 	subs   []item // monitored; the client handle is the index
-	reads []item
-	stat  statIDs
-	cnt   counters
+	reads  []item
+	stat   statIDs
+	cnt    counters
 
 	client atomic.Pointer[opcua.Client] // the connected client, for writes
 	// seq is the sequence number of the last notification message of
