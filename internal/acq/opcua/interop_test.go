@@ -452,3 +452,21 @@ func TestInteropDiscover(t *testing.T) {
 		return latest(tab, "plc.Plant.Values.v0004").V > 0 && latest(tab, "plc.Plant.Misc.arr.3").V == 4.5
 	})
 }
+
+// TestInteropSlowPublish uses a publish interval longer than the request
+// timeout, with a value that does not change: the keep-alives must not
+// read as a lost connection.
+func TestInteropSlowPublish(t *testing.T) {
+	srv := startNodeServer(t, 1, 10)
+	c := stationConfig(t, srv.endpoint(), 0)
+	c.PublishInterval, c.Timeout = config.Duration(3*time.Second), config.Duration(time.Second)
+	ts := config.DefaultOPCUATagSpec()
+	ts.Name, ts.Node, ts.Type, ts.SamplingInterval = "unc", "ns=1;s=uncertain", "Double", config.Duration(time.Second)
+	c.Tags = append(c.Tags, ts)
+	st, tab, _ := runStation(t, c)
+	waitFor(t, 20*time.Second, "the value", func() bool { return latest(tab, "unc").Has })
+	time.Sleep(8 * time.Second)
+	if s := st.Stats(); s.Errors != 0 {
+		t.Errorf("%d errors (last %q) with a quiet subscription", s.Errors, s.LastError)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/gopcua/opcua"
 	"github.com/gopcua/opcua/ua"
@@ -155,7 +156,10 @@ func clientOptions(ctx context.Context, c config.OPCUAClient) ([]opcua.Option, e
 	opts := []opcua.Option{
 		opcua.ApplicationName("Pith"),
 		opcua.SessionName("pith " + c.Name),
-		opcua.RequestTimeout(c.Timeout.Std()),
+		// A publish request waits up to a keep-alive interval (at most
+		// the publish interval or half the timeout, see subscribe) for its
+		// answer; every other request is bounded by its context at Timeout.
+		opcua.RequestTimeout(publishTimeout(c)),
 		opcua.DialTimeout(c.Timeout.Std()),
 	}
 	if secure || c.Auth == config.OPCUAAuthCertificate {
@@ -256,4 +260,18 @@ func dial(ctx context.Context, c config.OPCUAClient) (*opcua.Client, []opcua.Opt
 		return nil, nil, fmt.Errorf("connect to %s: %w", c.Endpoint, err)
 	}
 	return cl, opts, nil
+}
+
+// keepAliveCount is the subscription's keep-alive count: a keep-alive
+// every half timeout when publishing is fast, every publish when it is
+// slower than that.
+func keepAliveCount(c config.OPCUAClient) uint32 {
+	return max(1, uint32(c.Timeout.Std()/2/c.PublishInterval.Std()))
+}
+
+// publishTimeout bounds a publish request: the longest a server may hold
+// it before a keep-alive (one publish interval more than the keep-alive
+// count, servers counting from the last publish), plus the timeout.
+func publishTimeout(c config.OPCUAClient) time.Duration {
+	return c.Timeout.Std() + time.Duration(keepAliveCount(c)+1)*c.PublishInterval.Std()
 }

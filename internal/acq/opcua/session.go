@@ -145,7 +145,7 @@ func (s *Station) resume(ctx context.Context, old *opcua.Client, opts []opcua.Op
 // node, a wrong filter) is logged and its tags turn bad; the others run.
 func (s *Station) subscribe(ctx context.Context, c *opcua.Client) (uint32, error) {
 	interval := s.cfg.PublishInterval.Std()
-	keepAlive := max(1, uint32(s.cfg.Timeout.Std()/2/interval))
+	keepAlive := keepAliveCount(s.cfg)
 	lifetime := max(3*keepAlive, uint32(minLifetime/interval))
 	req := &ua.CreateSubscriptionRequest{
 		RequestedPublishingInterval: float64(interval) / float64(time.Millisecond),
@@ -232,7 +232,7 @@ func (s *Station) consume(ctx context.Context, c *opcua.Client, subID uint32) er
 	for {
 		req := &ua.PublishRequest{SubscriptionAcknowledgements: s.acks}
 		var res *ua.PublishResponse
-		err := send(ctx, c, s.cfg.Timeout.Std(), req, &res)
+		err := send(ctx, c, publishTimeout(s.cfg), req, &res)
 		switch {
 		case err == nil:
 			s.acks = nil
