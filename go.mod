@@ -7,6 +7,7 @@ require (
 	github.com/eclipse/paho.golang v0.22.0
 	github.com/expr-lang/expr v1.17.6
 	github.com/golang/snappy v1.0.0
+	github.com/gopcua/opcua v0.8.0
 	github.com/jackc/pgx/v5 v5.7.1
 	github.com/johannesboyne/gofakes3 v0.0.0-20240701191259-edd0227ffc37
 	github.com/klauspost/compress v1.17.10

@@ -25,6 +25,8 @@ func commands() []command {
 		{"verify", "check every checksum of a backup or data directory", runVerify},
 		{"key", "make an API key and its config entry", runKey},
 		{"check-config", "validate a config file without starting", runCheckConfig},
+		{"cert", "make the OPC UA application certificate, or trust a server's", runCert},
+		{"discover", "browse an OPC UA server and print its [[opcua.client]] config", runDiscover},
 		{"version", "print the version", runVersion},
 	}
 }

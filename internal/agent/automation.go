@@ -248,13 +248,7 @@ func (c *automationChange) Commit() {
 // Abort drops the prepared definitions; nothing ran them.
 func (c *automationChange) Abort() {}
 
-func stationNames(cfg *config.Config) []string {
-	out := make([]string, len(cfg.Modbus.Clients))
-	for i, s := range cfg.Modbus.Clients {
-		out[i] = s.Name
-	}
-	return out
-}
+func stationNames(cfg *config.Config) []string { return cfg.StationNames() }
 
 // alarmEvents is the alarm notifier writing every transition into the
 // event collector as an event named pith.alarm.<raised|cleared|

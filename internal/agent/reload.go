@@ -63,7 +63,7 @@ func (a *Agent) Reload() (ReloadResult, error) {
 	for _, ch := range changes {
 		ch.Commit()
 	}
-	res := ReloadResult{Acquisition: !reflect.DeepEqual(a.cur.Modbus, cfg.Modbus), Keys: len(cfg.HTTP.Keys), RestartNeeded: restart}
+	res := ReloadResult{Acquisition: !reflect.DeepEqual(a.cur.Modbus, cfg.Modbus) || !reflect.DeepEqual(a.cur.OPCUA, cfg.OPCUA), Keys: len(cfg.HTTP.Keys), RestartNeeded: restart}
 	a.cur = cfg
 	a.log.Info("config reloaded", "acquisition_restarted", res.Acquisition, "keys", res.Keys, "restart_needed", restart)
 	return res, nil

@@ -52,11 +52,7 @@ func Defs(c config.Alarms, stations []string) ([]Def, error) {
 // what it opened.
 func Start(ctx context.Context, cfg *config.Config, tab Table, log *slog.Logger, extra ...Notifier) (*Engine, func(), error) {
 	c := cfg.Alarms
-	stations := make([]string, len(cfg.Modbus.Clients))
-	for i, s := range cfg.Modbus.Clients {
-		stations[i] = s.Name
-	}
-	defs, err := Defs(c, stations)
+	defs, err := Defs(c, cfg.StationNames())
 	if err != nil {
 		return nil, nil, err
 	}

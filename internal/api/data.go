@@ -206,7 +206,7 @@ func (s *Server) handleTags(w http.ResponseWriter, r *http.Request) {
 // appendMeta appends the non-empty metadata fields, each led by a comma.
 func appendMeta(b []byte, m TagMeta) []byte {
 	for _, f := range [...]struct{ key, val string }{
-		{"unit", m.Unit}, {"description", m.Description}, {"source", m.Source}, {"archive", m.Archive},
+		{"unit", m.Unit}, {"description", m.Description}, {"source", m.Source}, {"archive", m.Archive}, {"status", m.Status},
 	} {
 		if f.val == "" {
 			continue

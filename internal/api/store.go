@@ -90,6 +90,10 @@ type TagMeta struct {
 	Description string // what the tag measures
 	Source      string // where values come from, e.g. "modbus:boiler/40001"
 	Archive     string // archive policy name
+	// Status is the device's own status of the tag's last value, where
+	// the protocol has one: the raw OPC UA status code, such as
+	// "UncertainLastUsableValue (0x40900000)".
+	Status string
 }
 
 // MetaFunc returns the metadata of a tag; ok is false when it has none.

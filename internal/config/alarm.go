@@ -16,7 +16,7 @@ const (
 	AlarmLoLo  = "lolo"  // value below limit (urgent)
 	AlarmState = "state" // digital tag equals value
 	AlarmStale = "stale" // no new sample for max_age
-	AlarmComm  = "comm"  // a Modbus station stopped communicating
+	AlarmComm  = "comm"  // a station (Modbus or OPC UA) stopped communicating
 )
 
 // Alarm severities accepted by AlarmDef.Severity.
@@ -30,7 +30,7 @@ type Alarms struct {
 	// Scan is how often delays and stale values are checked; a limit
 	// crossing is seen at once, its delay expiry at most one scan late.
 	Scan Duration `toml:"scan"`
-	// StationComm adds a comm alarm for every Modbus client station.
+	// StationComm adds a comm alarm for every station (Modbus and OPC UA).
 	StationComm bool `toml:"station_comm"`
 	// LogMaxBytes rotates the alarm log (DATA/alarms/alarms.log) to
 	// alarms.log.1 once it grows past this size.
@@ -51,7 +51,7 @@ type AlarmDef struct {
 	Type string `toml:"type"`
 	// Tag is the watched tag (all types but comm).
 	Tag string `toml:"tag"`
-	// Station is the Modbus client station watched by a comm alarm.
+	// Station is the station (Modbus or OPC UA) watched by a comm alarm.
 	Station string `toml:"station"`
 	// Limit is the threshold of hi, hihi, lo and lolo alarms.
 	Limit float64 `toml:"limit"`

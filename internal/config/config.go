@@ -35,6 +35,8 @@ type Config struct {
 	Store Store `toml:"store"`
 	// Modbus lists the Modbus stations polled and the Modbus servers offered.
 	Modbus Modbus `toml:"modbus"`
+	// OPCUA lists the OPC UA servers read as a client.
+	OPCUA OPCUA `toml:"opcua"`
 	// PromQL bounds the Prometheus query API.
 	PromQL PromQL `toml:"promql"`
 	// Ingest sets up the push inputs (line protocol, emoncms, remote_write, MQTT).

@@ -169,6 +169,7 @@ func applyElementDefaults(cfg *Config, tree map[string]any) {
 			}
 		}
 	}
+	applyOPCUADefaults(cfg, tree)
 	for i, raw := range tables(mb, "server") {
 		s := &cfg.Modbus.Servers[i]
 		for j, rawReg := range tables(raw, "registers") {

@@ -68,7 +68,10 @@ func (c *Config) Validate() error {
 	c.Alarms.validate(add)
 	c.Schedules.validate(add)
 	c.Rules.validate(add)
-	errs = append(errs, c.Modbus.validate()...)
+	stations := make(map[string]string) // station name -> its key path
+	tagNames := make(map[string]string) // tag name -> its key path
+	errs = append(errs, c.Modbus.validate(stations, tagNames)...)
+	errs = append(errs, c.OPCUA.validate(stations, tagNames)...)
 	return errors.Join(errs...)
 }
 
@@ -115,13 +118,13 @@ type serialLink struct {
 	path string
 }
 
-func (m *Modbus) validate() []error {
+// validate checks the Modbus stations and servers, recording station and
+// tag names (with their key paths) in stations and tagNames.
+func (m *Modbus) validate(stations, tagNames map[string]string) []error {
 	var errs []error
 	add := func(key, format string, args ...any) {
 		errs = append(errs, keyErrorf(key, format, args...))
 	}
-	stations := make(map[string]string)   // station name -> its key path
-	tagNames := make(map[string]string)   // tag name -> its key path
 	serial := make(map[string]serialLink) // device -> first station on it
 	for i := range m.Clients {
 		c := &m.Clients[i]

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pith-historian/pith/internal/acq"
+	"github.com/pith-historian/pith/internal/acq/opcua"
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/tag"
@@ -27,8 +28,10 @@ import (
 // not answering, control paths), and run makes it live.
 type acquisition struct {
 	cfg     config.Modbus
+	uacfg   config.OPCUA
 	sched   *acq.Scheduler
 	links   *acq.ModbusLinks
+	ua      []*opcua.Station // OPC UA stations, pushed to rather than polled
 	servers []*publisher
 	ctl     *controller
 	running bool
@@ -41,7 +44,7 @@ type acquisition struct {
 // until run; on error whatever it built is released and prev is
 // untouched.
 func prepareAcquisition(ctx context.Context, cfg *config.Config, tab *tag.Table, clk acq.Clock, prev *acquisition, log *slog.Logger) (*acquisition, error) {
-	a := &acquisition{cfg: cfg.Modbus}
+	a := &acquisition{cfg: cfg.Modbus, uacfg: cfg.OPCUA}
 	if err := a.prepare(ctx, cfg, tab, clk, prev, log); err != nil {
 		a.release(prev, log)
 		return nil, err
@@ -59,6 +62,17 @@ func (a *acquisition) prepare(ctx context.Context, cfg *config.Config, tab *tag.
 		return err
 	}
 	log.Info("plant part prepared", "part", "modbus stations", "stations", len(cfg.Modbus.Clients), "took", time.Since(t).Round(time.Microsecond))
+	if len(cfg.OPCUA.Clients) > 0 {
+		t = time.Now()
+		for _, sc := range cfg.OPCUA.Clients {
+			st, err := opcua.NewStation(sc, tab, log.With("part", "opcua-client"))
+			if err != nil {
+				return err
+			}
+			a.ua = append(a.ua, st)
+		}
+		log.Info("plant part prepared", "part", "opcua stations", "stations", len(a.ua), "took", time.Since(t).Round(time.Microsecond))
+	}
 	for i, sc := range cfg.Modbus.Servers {
 		if old := prev.server(sc.Listen); old != nil && reflect.DeepEqual(old.cfg, sc) {
 			a.servers = append(a.servers, old) // unchanged: keeps running as it is
@@ -76,7 +90,7 @@ func (a *acquisition) prepare(ctx context.Context, cfg *config.Config, tab *tag.
 		a.servers = append(a.servers, pub)
 		log.Info("plant part prepared", "part", "modbus server "+sc.Listen, "took", time.Since(t).Round(time.Microsecond))
 	}
-	if a.ctl, err = newController(cfg.Modbus, tab, a.links, log.With("part", "control")); err != nil {
+	if a.ctl, err = newController(cfg.Modbus, tab, a.links, a.ua, log.With("part", "control")); err != nil {
 		return err
 	}
 	return nil
@@ -114,8 +128,11 @@ func (a *acquisition) run(ctx context.Context, log *slog.Logger) {
 		// Only a second Start fails, and run is called once.
 		log.Error("start scheduler", "err", err)
 	}
-	a.running = true
 	log.Info("plant part started", "part", "scheduler", "took", time.Since(t).Round(time.Microsecond))
+	for _, st := range a.ua {
+		st.Start(ctx)
+	}
+	a.running = true
 }
 
 // release undoes prepareAcquisition for an acquisition that never ran:
@@ -155,6 +172,10 @@ func (a *acquisition) stop(next *acquisition, log *slog.Logger) error {
 		log.Info("plant part stopped", "part", name, "took", took)
 	}
 	if a.running {
+		for i := len(a.ua) - 1; i >= 0; i-- {
+			st := a.ua[i]
+			step("opcua station "+st.Name(), func() error { st.Stop(); return nil })
+		}
 		step("scheduler", func() error { a.sched.Stop(); return nil })
 	}
 	for i := len(a.servers) - 1; i >= 0; i-- {
@@ -221,10 +242,10 @@ func (p *Plant) Prepare(cfg *config.Config) (*Change, error) {
 		return nil, errors.New("prepare reload: plant stopped")
 	}
 	ch := &Change{p: p, cfg: cfg}
-	if reflect.DeepEqual(p.cfg.Modbus, cfg.Modbus) {
+	if reflect.DeepEqual(p.cfg.Modbus, cfg.Modbus) && reflect.DeepEqual(p.cfg.OPCUA, cfg.OPCUA) {
 		return ch, nil
 	}
-	p.log.Info("preparing acquisition", "stations", len(cfg.Modbus.Clients), "servers", len(cfg.Modbus.Servers))
+	p.log.Info("preparing acquisition", "stations", len(cfg.Modbus.Clients), "opcua_stations", len(cfg.OPCUA.Clients), "servers", len(cfg.Modbus.Servers))
 	next, err := prepareAcquisition(p.ctx, cfg, p.tab, p.opts.Clock, p.acq, p.log)
 	if err != nil {
 		return nil, fmt.Errorf("prepare acquisition: %w", err)
@@ -294,8 +315,25 @@ func (p *Plant) markRemoved(old, cfg *config.Config) {
 			keep[t.Name] = true
 		}
 	}
+	for _, sc := range cfg.OPCUA.Clients {
+		tags, _ := sc.ExpandedTags()
+		for _, t := range tags {
+			keep[t.Name] = true
+		}
+	}
 	var gone []tag.ID
 	for _, sc := range old.Modbus.Clients {
+		tags, _ := sc.ExpandedTags()
+		for _, t := range tags {
+			if keep[t.Name] {
+				continue
+			}
+			if id, ok := p.tab.Lookup(t.Name); ok {
+				gone = append(gone, id)
+			}
+		}
+	}
+	for _, sc := range old.OPCUA.Clients {
 		tags, _ := sc.ExpandedTags()
 		for _, t := range tags {
 			if keep[t.Name] {

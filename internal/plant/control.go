@@ -2,6 +2,7 @@ package plant
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/pith-historian/pith/internal/acq"
 	"github.com/pith-historian/pith/internal/acq/modbus"
+	"github.com/pith-historian/pith/internal/acq/opcua"
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/store"
@@ -49,12 +51,19 @@ type controller struct {
 	// local are tags that only exist as writable server registers: Pith
 	// itself is their device, so a control write sets them in the table.
 	local map[string]tag.ID
+	// ua are the OPC UA stations by tag name, for tags they read.
+	ua map[string]*opcua.Station
 }
 
 var _ api.Controller = (*controller)(nil)
 
-func newController(mb config.Modbus, tab *tag.Table, links *acq.ModbusLinks, log *slog.Logger) (*controller, error) {
-	c := &controller{log: log, tab: tab, paths: map[string]controlPath{}, local: map[string]tag.ID{}}
+func newController(mb config.Modbus, tab *tag.Table, links *acq.ModbusLinks, ua []*opcua.Station, log *slog.Logger) (*controller, error) {
+	c := &controller{log: log, tab: tab, paths: map[string]controlPath{}, local: map[string]tag.ID{}, ua: map[string]*opcua.Station{}}
+	for _, st := range ua {
+		for _, name := range st.TagNames() {
+			c.ua[name] = st
+		}
+	}
 	for _, sc := range mb.Clients {
 		tags, err := sc.ExpandedTags()
 		if err != nil {
@@ -104,6 +113,9 @@ func (c *controller) Control(ctx context.Context, name string, value float64, wh
 	if cp, ok := c.paths[name]; ok {
 		attrs = append(attrs, "station", cp.station, "register", cp.area.String(), "address", cp.addr)
 	}
+	if st, ok := c.ua[name]; ok {
+		attrs = append(attrs, "station", st.Name())
+	}
 	if err != nil {
 		c.log.Info("control write refused", append(attrs, "err", err)...)
 		return err
@@ -115,6 +127,9 @@ func (c *controller) Control(ctx context.Context, name string, value float64, wh
 func (c *controller) control(ctx context.Context, name string, value float64) error {
 	if math.IsNaN(value) || math.IsInf(value, 0) {
 		return fmt.Errorf("write tag %q: %w: %v is not finite", name, api.ErrControlValue, value)
+	}
+	if st, ok := c.ua[name]; ok {
+		return c.controlOPCUA(ctx, st, name, value)
 	}
 	cp, ok := c.paths[name]
 	if !ok {
@@ -173,3 +188,27 @@ func encodeControl(value float64, cp controlPath) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// controlOPCUA writes a tag read by an OPC UA station through the
+// station's session; the server's status code is in the error when it is
+// not Good.
+func (c *controller) controlOPCUA(ctx context.Context, st *opcua.Station, name string, value float64) error {
+	if !st.Writable(name) {
+		return fmt.Errorf("write tag %q: %w: station %q reads it, and its config does not mark it writable", name, api.ErrNoControlPath, st.Name())
+	}
+	err := st.Write(ctx, name, value)
+	switch {
+	case errors.Is(err, opcua.ErrValue):
+		return fmt.Errorf("%w: %w", api.ErrControlValue, err)
+	case errors.Is(err, opcua.ErrNotConnected):
+		return unavailableError{err}
+	}
+	return err
+}
+
+// unavailableError is a write that could not be tried because the device
+// is not reachable now: the API answers 503, so the caller retries later.
+type unavailableError struct{ error }
+
+func (e unavailableError) Unwrap() error   { return e.error }
+func (e unavailableError) HTTPStatus() int { return 503 }

@@ -245,6 +245,12 @@ func (p *Plant) Meta() api.MetaFunc {
 		if !ok {
 			return api.TagMeta{}, false
 		}
-		return api.TagMeta{Unit: d.Unit, Description: d.Description, Source: d.Source, Archive: d.Archive.String()}, true
+		m := api.TagMeta{Unit: d.Unit, Description: d.Description, Source: d.Source, Archive: d.Archive.String()}
+		if c := p.ctl.cur.Load(); c != nil {
+			if st, ok := c.ua[name]; ok {
+				m.Status, _ = st.Status(name)
+			}
+		}
+		return m, true
 	}
 }
