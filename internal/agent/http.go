@@ -225,6 +225,9 @@ func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *di
 	mux.Handle("/metrics", col.Handler())
 	mux.Handle("/-/", col.Handler())
 	mux.Handle("/-/ready", readyHandler(h, col.Handler()))
+	if err := mountEnergy(mux, cfg, db, opts.Meta, log); err != nil {
+		return nil, nil, err
+	}
 
 	// Compatibility endpoints (see README.md).
 	lpo := ingest.DefaultLineProtocolOptions()

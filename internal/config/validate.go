@@ -67,6 +67,7 @@ func (c *Config) Validate() error {
 	c.Alarms.validate(add)
 	c.Schedules.validate(add)
 	c.Rules.validate(add)
+	c.Energy.validate(add)
 	errs = append(errs, c.Modbus.validate()...)
 	return errors.Join(errs...)
 }
