@@ -172,7 +172,7 @@ function barChart(items, unit, onPick) {
     const txt = it.label + ': ' + (it.v == null ? 'no data' : fmtValue(+it.v.toFixed(3)) + ' ' + (unit || '')) + (it.extra ? ' · ' + it.extra : '');
     const bar = el(onPick ? 'button' : 'span', { className: 'bar', title: txt, style: `height:${Math.round(100 * Math.abs(it.v || 0) / max)}%` });
     if (onPick) { bar.type = 'button'; bar.setAttribute('aria-label', txt + ' (zoom in)'); bar.addEventListener('click', () => onPick(i)); }
-    else bar.setAttribute('aria-label', txt);
+    else { bar.setAttribute('role', 'img'); bar.setAttribute('aria-label', txt); }
     ol.append(el('li', null, bar));
   });
   return ol;
@@ -185,7 +185,8 @@ async function energyChart(w, body, opts) {
   const st = w._zoom || (w._zoom = { bucket: w.bucket || 'day', from: null, to: null, stack: [] });
   if (st.from == null) {
     st.to = Date.now();
-    st.from = st.to - ({ hour: 864e5, day: 30 * 864e5, week: 182 * 864e5, month: 365 * 864e5, year: 5 * 365 * 864e5 }[st.bucket]);
+    st.from = st.to - rangeMs(!st.stack.length && st.bucket === (w.bucket || 'day') ? w.range : '',
+      { hour: 864e5, day: 30 * 864e5, week: 182 * 864e5, month: 365 * 864e5, year: 5 * 365 * 864e5 }[st.bucket]);
   }
   if (w.view === 'solar' || w.view === 'heatpump') return solarView(w, body);
   const p = { tag: w.tags[0], from: Math.floor(st.from), to: Math.ceil(st.to), bucket: st.bucket };
