@@ -80,7 +80,22 @@ function fmt(v, w) {
   return w.decimals != null ? v.toFixed(w.decimals) : fmtValue(v);
 }
 
+// shared is one /api/v1/latest read of every tag the widgets show, made
+// when the grid is drawn and used by the first render of each widget.
+let shared = null;
+
 async function latest(tags) {
+  if (shared && tags.every(t => shared.tags.has(t))) {
+    const m = await shared.values;
+    if (tags.every(t => m.has(t) || shared.tags.has(t))) return m;
+  }
+  const r = await api('/api/v1/latest', tags.map(t => ['tag', t]));
+  const m = new Map();
+  for (const v of r.values) m.set(v.tag, v);
+  return m;
+}
+
+async function latestAll(tags) {
   const r = await api('/api/v1/latest', tags.map(t => ['tag', t]));
   const m = new Map();
   for (const v of r.values) m.set(v.tag, v);
@@ -297,6 +312,9 @@ function draw() {
   }
   const main = [toolbar(), grid];
   root.replaceChildren(...main);
+  const lt = new Set(doc.widgets.filter(w => ['value', 'gauge', 'lamp', 'table', 'setpoint', 'switch'].includes(w.type)).flatMap(w => w.tags || []));
+  shared = lt.size ? { tags: lt, values: latestAll([...lt]) } : null;
+  setTimeout(() => { shared = null; }, 2000);
   for (const w of doc.widgets) {
     refreshWidget(w);
     if (!editing && ['value', 'gauge', 'lamp', 'table', 'setpoint', 'switch'].includes(w.type)) timers.push(setInterval(() => refreshWidget(w), 5000));
