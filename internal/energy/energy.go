@@ -36,6 +36,9 @@ type Source struct {
 	Tag   string
 	Kind  Kind
 	Scale float64 // multiplies values into kW (Power) or kWh (Counter)
+	// Until, when not 0, is now: a power piece reaching past it counts
+	// its mean only up to it, so the hour in progress is not counted whole.
+	Until int64
 }
 
 // SourceFor guesses the kind and scale of a tag from its unit: W and kW
@@ -43,19 +46,19 @@ type Source struct {
 func SourceFor(tag, unit string) Source {
 	switch unit {
 	case "W":
-		return Source{tag, Power, 0.001}
+		return Source{Tag: tag, Kind: Power, Scale: 0.001}
 	case "kW":
-		return Source{tag, Power, 1}
+		return Source{Tag: tag, Kind: Power, Scale: 1}
 	case "MW":
-		return Source{tag, Power, 1000}
+		return Source{Tag: tag, Kind: Power, Scale: 1000}
 	case "Wh":
-		return Source{tag, Counter, 0.001}
+		return Source{Tag: tag, Kind: Counter, Scale: 0.001}
 	case "kWh":
-		return Source{tag, Counter, 1}
+		return Source{Tag: tag, Kind: Counter, Scale: 1}
 	case "MWh":
-		return Source{tag, Counter, 1000}
+		return Source{Tag: tag, Kind: Counter, Scale: 1000}
 	}
-	return Source{tag, Power, 1}
+	return Source{Tag: tag, Kind: Power, Scale: 1}
 }
 
 // Bucket is the energy of one calendar bucket [Start, End).
@@ -154,7 +157,11 @@ func Compute(q Queries, src Source, edges []int64, loc *time.Location, tariff *T
 	case Power:
 		for i, p := range ps {
 			if ok[i] {
-				e[i] = vals[0][i] * src.Scale * float64(p.b-p.a) / hourMs
+				end := p.b
+				if src.Until > p.a && src.Until < end {
+					end = src.Until
+				}
+				e[i] = vals[0][i] * src.Scale * float64(end-p.a) / hourMs
 			}
 		}
 	case Counter:

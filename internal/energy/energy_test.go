@@ -153,7 +153,7 @@ func TestPowerAgainstModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := Compute(db, Source{"house.power", Power, 0.001}, edges, loc, tr)
+		got, err := Compute(db, Source{Tag: "house.power", Kind: Power, Scale: 0.001}, edges, loc, tr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +196,7 @@ func TestCounterAgainstModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := Compute(db, Source{"meter.wh", Counter, 0.001}, edges, loc, nil)
+		got, err := Compute(db, Source{Tag: "meter.wh", Kind: Counter, Scale: 0.001}, edges, loc, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,13 +218,13 @@ func TestDayIsSumOfHours(t *testing.T) {
 	pts := series("pv.kw", a, b, 10_000, rng, func(int, int64) float64 { return rng.Float64() * 5 })
 	db := openStore(t, pts)
 	days, _ := Edges(a, b, Day, loc)
-	d, err := Compute(db, Source{"pv.kw", Power, 1}, days, loc, testTariff())
+	d, err := Compute(db, Source{Tag: "pv.kw", Kind: Power, Scale: 1}, days, loc, testTariff())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range d {
 		hours, _ := Edges(days[i], days[i+1], Hour, loc)
-		h, err := Compute(db, Source{"pv.kw", Power, 1}, hours, loc, testTariff())
+		h, err := Compute(db, Source{Tag: "pv.kw", Kind: Power, Scale: 1}, hours, loc, testTariff())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,5 +270,19 @@ func TestTariffPrices(t *testing.T) {
 		if got := tr.standing(e[0], e[1], loc); !near(got, 0.5) {
 			t.Errorf("standing charge of %s: %v, want 0.5", d, got)
 		}
+	}
+}
+
+// TestHourInProgress: the hour holding Until counts its mean power only up
+// to Until.
+func TestHourInProgress(t *testing.T) {
+	const h0 = 1_780_000_000_000 / hourMs * hourMs
+	db := openStore(t, []model.Point{{Tag: "p", T: h0, V: 2}, {Tag: "p", T: h0 + 60_000, V: 2}})
+	got, err := Compute(db, Source{Tag: "p", Kind: Power, Scale: 1, Until: h0 + 15*60_000}, []int64{h0, h0 + hourMs}, time.UTC, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(got[0].KWh, 0.5) {
+		t.Errorf("a quarter hour at 2 kW: %v kWh, want 0.5", got[0].KWh)
 	}
 }

@@ -160,6 +160,7 @@ func (h *Handler) tariff(q url.Values) (*Tariff, error) {
 // the kind and scale parameters say otherwise.
 func (h *Handler) source(q url.Values, tag string) (Source, error) {
 	src := SourceFor(tag, h.o.Unit(tag))
+	src.Until = time.Now().UnixMilli()
 	switch k := q.Get("kind"); k {
 	case "":
 	case "power":
