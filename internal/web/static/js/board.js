@@ -137,8 +137,8 @@ const render = {
     body.replaceChildren(el('table', null, el('thead', null, el('tr', null, el('th', { scope: 'col' }, 'tag'), el('th', { scope: 'col' }, 'value'), el('th', { scope: 'col' }, 'quality'))), tb));
   },
   async text(w, body) { body.replaceChildren(markdown(w.text)); },
-  async trend(w, body, opts) { await plot(w, body, false, opts); },
-  async multigraph(w, body, opts) { await plot(w, body, w.stacked, opts); },
+  async trend(w, body, opts) { await plot(w, body, false, true); },
+  async multigraph(w, body, opts) { await plot(w, body, w.stacked, false); },
   async bars(w, body) {
     const span = rangeMs(w.range, 7 * 864e5), unit = { hour: 36e5, day: 864e5, week: 6048e5, month: 2592e6, year: 31536e6 }[w.bucket || 'day'];
     const to = Math.ceil(Date.now() / unit) * unit, from = to - span, n = Math.max(1, Math.round(span / unit));
@@ -254,7 +254,10 @@ async function solarView(w, body) {
   body.replaceChildren(el('table', null, el('tbody', null, ...rows.map(([k, v]) => el('tr', null, el('th', { scope: 'row' }, k), el('td', null, v))))));
 }
 
-async function plot(w, body, stacked, opts) {
+// plot draws a uPlot chart; drag across it to zoom, double-click to zoom
+// out. A trend gives each tag its own scale (the first two with an axis,
+// left and right); a multigraph overlays or stacks them on one.
+async function plot(w, body, stacked, ownAxes) {
   const to = Date.now(), from = to - rangeMs(w.range || (doc && doc.range), 864e5);
   const px = Math.max(200, body.clientWidth || 400);
   const rs = await Promise.all(w.tags.map(tag => api('/api/v1/data', { tag, from, to, points: Math.min(1000, px), agg: 'mean' })));
@@ -267,7 +270,10 @@ async function plot(w, body, stacked, opts) {
   const U = uPlotLib();
   body.replaceChildren();
   const h = Math.max(120, w.h * ROW - 60);
-  new U({ width: px, height: h, series: [{}, ...w.tags.map((t, i) => ({ label: t, stroke: palette[i % palette.length], fill: stacked ? palette[i % palette.length] + '33' : undefined }))],
+  const own = ownAxes && w.tags.length > 1;
+  const axes = [{}];
+  if (own) w.tags.slice(0, 2).forEach((t, i) => axes.push({ scale: 's' + i, side: i ? 1 : 3, stroke: palette[i], grid: { show: i === 0 } }));
+  new U({ width: px, height: h, axes, series: [{}, ...w.tags.map((t, i) => ({ label: t, scale: own ? 's' + i : 'y', stroke: palette[i % palette.length], fill: stacked ? palette[i % palette.length] + '33' : undefined }))],
     cursor: { drag: { x: true, y: false } }, legend: { show: w.tags.length > 1 } }, [xs, ...ys], body);
   body.setAttribute('aria-label', 'chart of ' + w.tags.join(', '));
 }
