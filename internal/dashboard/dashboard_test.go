@@ -66,6 +66,10 @@ func TestLifecycle(t *testing.T) {
 	if code, body = do(t, h, "POST", "/api/v1/dashboards", board); code != 201 || decode(t, body).ID != "boiler-room-2" {
 		t.Fatalf("second create: %d %s", code, body)
 	}
+	// A title whose id would be a route gets another id.
+	if code, body = do(t, h, "POST", "/api/v1/dashboards", `{"title":"Import"}`); code != 201 || decode(t, body).ID != "dashboard-import" {
+		t.Fatalf("create titled Import: %d %s", code, body)
+	}
 	// A save names the version it replaces; a stale one is refused.
 	d.Title, d.Public = "Boiler", true
 	b, _ := json.Marshal(d)
@@ -173,6 +177,7 @@ func TestBadDocuments(t *testing.T) {
 		{w(`{"id":"a","type":"text","x":0,"y":0,"w":3,"h":1},{"id":"a","type":"text","x":0,"y":1,"w":3,"h":1}`), "used twice"},
 		{w(`{"id":"a","type":"trend","x":0,"y":0,"w":3,"h":1,"tags":["t"],"range":"forever"}`), "range"},
 		{`{"id":"../etc","title":"x"}`, "id \"../etc\""},
+		{`{"id":"import","title":"x"}`, "id \"import\""},
 		{`{"title":"x\u0000"}`, "control character"},
 		{`{"title":"x"} {}`, "after the document"},
 	} {

@@ -88,7 +88,8 @@ var writers = map[string]bool{"setpoint": true, "switch": true}
 var idRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // ValidID reports whether id may name a dashboard (and its file).
-func ValidID(id string) bool { return idRE.MatchString(id) }
+// "import" is the route of imports, not a dashboard.
+func ValidID(id string) bool { return idRE.MatchString(id) && id != "import" }
 
 var durRE = regexp.MustCompile(`^[0-9]{1,5}(m|h|d|w|mo|y)$`)
 
@@ -115,7 +116,7 @@ func (d *Dashboard) Check() error {
 		return fmt.Errorf("schema %d: this Pith reads schema %d", d.Schema, Schema)
 	}
 	if d.ID != "" && !ValidID(d.ID) {
-		return fmt.Errorf("id %q: want 1 to 64 of a-z, 0-9, _ and -, starting with a letter or digit", d.ID)
+		return fmt.Errorf("id %q: want 1 to 64 of a-z, 0-9, _ and -, starting with a letter or digit, and not \"import\"", d.ID)
 	}
 	if err := checkText("title", d.Title, MaxTitle); err != nil {
 		return err

@@ -144,6 +144,9 @@ func (s *Store) Create(d *Dashboard, rename bool) (*Dashboard, error) {
 	c := *d
 	if c.ID == "" {
 		c.ID, rename = slug(c.Title), true
+		if !ValidID(c.ID) {
+			c.ID = "dashboard-" + c.ID
+		}
 	}
 	if _, taken := s.boards[c.ID]; taken {
 		if !rename {
