@@ -88,6 +88,9 @@ func demo(ctx context.Context, dir, listen string, out io.Writer, ready func(add
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	if err := seedDemoDashboards(dir); err != nil {
+		return err
+	}
 	log := agent.NewLogger("info")
 
 	simCtx, stopSim := context.WithCancel(ctx)

@@ -58,6 +58,7 @@ func TestDemo(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("control write: %d %s", resp.StatusCode, body)
 	}
+	checkDemoDashboards(t, base)
 	cancel()
 	if err := <-errc; err != nil {
 		t.Errorf("demo stopped with %v", err)
@@ -112,4 +113,43 @@ func checkDemoLatest(t *testing.T, base string) []string {
 		}
 	}
 	return missing
+}
+
+// checkDemoDashboards: the demo lists its dashboards, /display opens the
+// public one without a key, and its page reads its own tags.
+func checkDemoDashboards(t *testing.T, base string) {
+	t.Helper()
+	resp, err := http.Get(base + "/api/v1/dashboards")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Dashboards []struct{ ID string } `json:"dashboards"`
+	}
+	json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if len(list.Dashboards) != 3 {
+		t.Errorf("demo dashboards: %+v, want plant, house and display", list.Dashboards)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err = noRedirect.Get(base + "/display")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, "/d/") {
+		t.Fatalf("/display: %d to %q, want a redirect to the public dashboard", resp.StatusCode, loc)
+	}
+	for _, p := range []string{loc, loc + "/dashboard.json", loc + "/api/v1/latest"} {
+		resp, err := http.Get(base + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %d %s", p, resp.StatusCode, body)
+		}
+	}
 }

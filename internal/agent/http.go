@@ -162,6 +162,8 @@ func isPublic(path string, displayPublic bool) bool {
 		return true
 	case path == "/display/data", path == "/display/config.json":
 		return displayPublic
+	case strings.HasPrefix(path, "/d/"):
+		return true // public dashboards: the token is the key, reads are limited to the board's tags
 	case path == "/metrics", path == "/write", path == "/query", path == "/ping":
 		return false
 	}
@@ -225,6 +227,9 @@ func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *di
 	mux.Handle("/metrics", col.Handler())
 	mux.Handle("/-/", col.Handler())
 	mux.Handle("/-/ready", readyHandler(h, col.Handler()))
+	if err := mountEnergy(mux, cfg, db, opts.Meta, log); err != nil {
+		return nil, nil, err
+	}
 
 	// Compatibility endpoints (see README.md).
 	lpo := ingest.DefaultLineProtocolOptions()
@@ -263,5 +268,9 @@ func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *di
 	}
 	mux.Handle("/api/v1/live", api.NoWriteDeadline(ws.LiveHandler())) // streams for as long as the page is open
 	mux.Handle("/", ws.Handler())
+	if err := mountDashboards(mux, cfg.Store.Dir, ws, log); err != nil {
+		ws.Close()
+		return nil, nil, err
+	}
 	return mux, ws.Close, nil
 }

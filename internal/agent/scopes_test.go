@@ -41,6 +41,14 @@ var scopeTable = map[string]struct{ get, post string }{
 	"/api/v1/events":           {"read", "write"},
 	"/api/v1/track":            {"read", "write"},
 	"/api/v1/live":             {"read", "admin"},
+	"/api/v1/energy":           {"read", "admin"}, // GET only: other methods are a 405 after the key check
+	"/api/v1/histogram":        {"read", "admin"},
+	"/api/v1/report":           {"read", "admin"},
+	"/api/v1/dashboards":       {"read", "admin"},
+	"/api/v1/dashboards/":      {"read", "admin"},
+	"/d/":                      {"none", "none"}, // public dashboards: an unknown token is a 404, writes a 405
+	"/dashboard":               {"none", "none"}, // the editor's page: no data in it
+	"/display":                 {"none", "none"},
 	"/api/v1/write":            {"read", "write"},
 	"/write":                   {"write", "write"},
 	"/api/v2/write":            {"write", "write"},

@@ -64,6 +64,8 @@ type Config struct {
 	Rules Rules `toml:"rules"`
 	// Central consumes what edge Piths forward to NATS JetStream.
 	Central Central `toml:"central"`
+	// Energy sets the zone of local days and the tariffs of energy views.
+	Energy Energy `toml:"energy"`
 }
 
 // Site names this installation.

@@ -214,6 +214,11 @@ func walFiles(dir string, from uint32) ([]wal.Extent, error) {
 
 // captureDir captures the files of a consistent state of dir. The caller
 // keeps flushes away (flush lock or directory lock) until it returns.
+// sideDirs are folders of small documents other parts keep in the data
+// directory (the dashboards), backed up and restored with the store. Their
+// *.json files are read whole into the snapshot.
+var sideDirs = []string{"dashboards"}
+
 func captureDir(dir string, walExtents func(from uint32) ([]wal.Extent, error)) (_ *snapshot, err error) {
 	snap := &snapshot{version: FormatVersion}
 	defer func() {
@@ -260,6 +265,25 @@ func captureDir(dir string, walExtents func(from uint32) ([]wal.Extent, error)) 
 			return nil, fmt.Errorf("stat run: %w", err)
 		}
 		snap.items[len(snap.items)-1].size = st.Size()
+	}
+	for _, d := range sideDirs {
+		ents, err := os.ReadDir(filepath.Join(dir, d))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", d, err)
+		}
+		for _, e := range ents {
+			if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
+				continue
+			}
+			buf, err := os.ReadFile(filepath.Join(dir, d, e.Name()))
+			if err != nil {
+				return nil, fmt.Errorf("read %s: %w", d, err)
+			}
+			snap.items = append(snap.items, snapItem{rel: d + "/" + e.Name(), data: buf})
+		}
 	}
 	exts, err := walExtents(m.Checkpoint)
 	if err != nil {
@@ -351,7 +375,11 @@ func within(p, dir string) bool {
 // writeBackup writes snap into dest and its BACKUP manifest last.
 func writeBackup(ctx context.Context, dest string, snap *snapshot, link bool) (BackupStats, error) {
 	st := BackupStats{WALEnd: snap.walEnd}
-	for _, d := range []string{dest, filepath.Join(dest, "runs"), filepath.Join(dest, "wal")} {
+	dirs := []string{dest, filepath.Join(dest, "runs"), filepath.Join(dest, "wal")}
+	for _, d := range sideDirs {
+		dirs = append(dirs, filepath.Join(dest, d))
+	}
+	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return st, fmt.Errorf("backup: create destination: %w", err)
 		}
@@ -387,14 +415,14 @@ func writeBackup(ctx context.Context, dest string, snap *snapshot, link bool) (B
 		st.Files++
 		st.Bytes += size
 	}
-	for _, d := range []string{"runs", "wal"} {
+	for _, d := range append([]string{"runs", "wal"}, sideDirs...) {
 		if err := syncDirOS(filepath.Join(dest, d)); err != nil {
 			return st, fmt.Errorf("backup: %w", err)
 		}
 	}
 	// Files of an earlier backup that this one does not list (runs merged
 	// away, old WAL segments) go; unknown files are left alone.
-	for _, d := range []string{"runs", "wal"} {
+	for _, d := range append([]string{"runs", "wal"}, sideDirs...) {
 		ents, err := os.ReadDir(filepath.Join(dest, d))
 		if err != nil {
 			return st, fmt.Errorf("backup: list destination: %w", err)

@@ -30,7 +30,7 @@ type RestoreStats struct {
 const restoreStaging = ".restore"
 
 // storeEntries are the names of a data directory that belong to the store.
-var storeEntries = []string{"MANIFEST", "MANIFEST.tmp", seriesFiles[0], seriesFiles[1], seriesFiles[0] + ".tmp", seriesFiles[1] + ".tmp", "runs", "wal"}
+var storeEntries = append([]string{"MANIFEST", "MANIFEST.tmp", seriesFiles[0], seriesFiles[1], seriesFiles[0] + ".tmp", seriesFiles[1] + ".tmp", "runs", "wal"}, sideDirs...)
 
 // Restore copies the backup src into the data directory dst, which no
 // process may hold open. It first verifies every checksum of src and
@@ -83,7 +83,7 @@ func Restore(src, dst string, opts RestoreOptions) (RestoreStats, error) {
 	if err := os.RemoveAll(stage); err != nil {
 		return st, fmt.Errorf("restore: clear staging folder: %w", err)
 	}
-	for _, d := range []string{stage, filepath.Join(stage, "runs"), filepath.Join(stage, "wal")} {
+	for _, d := range []string{stage, filepath.Join(stage, "runs"), filepath.Join(stage, "wal"), filepath.Join(stage, sideDirs[0])} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return st, fmt.Errorf("restore: create staging folder: %w", err)
 		}
@@ -95,7 +95,7 @@ func Restore(src, dst string, opts RestoreOptions) (RestoreStats, error) {
 		st.Files++
 		st.Bytes += f.Size
 	}
-	for _, d := range []string{filepath.Join(stage, "runs"), filepath.Join(stage, "wal"), stage} {
+	for _, d := range []string{filepath.Join(stage, "runs"), filepath.Join(stage, "wal"), filepath.Join(stage, sideDirs[0]), stage} {
 		if err := syncDirOS(d); err != nil {
 			return st, fmt.Errorf("restore: %w", err)
 		}
@@ -113,7 +113,7 @@ func Restore(src, dst string, opts RestoreOptions) (RestoreStats, error) {
 			return st, fmt.Errorf("restore: remove old %s: %w", name, err)
 		}
 	}
-	for _, name := range []string{seriesFiles[0], seriesFiles[1], "runs", "wal", "MANIFEST"} {
+	for _, name := range []string{seriesFiles[0], seriesFiles[1], "runs", sideDirs[0], "wal", "MANIFEST"} {
 		from := filepath.Join(stage, name)
 		if _, err := os.Stat(from); errors.Is(err, os.ErrNotExist) {
 			continue

@@ -130,7 +130,7 @@ func verifyBackupFiles(dir string, rep *VerifyReport) {
 		}
 	}
 	// Store files the manifest does not list are not part of the backup.
-	for _, d := range []string{"runs", "wal"} {
+	for _, d := range append([]string{"runs", "wal"}, sideDirs...) {
 		ents, _ := os.ReadDir(filepath.Join(dir, d))
 		for _, e := range ents {
 			if rel := d + "/" + e.Name(); !listed[rel] {

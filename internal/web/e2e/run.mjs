@@ -37,6 +37,16 @@ async function check(name, fn) {
   }
 }
 
+// axe runs axe-core on the page and reports serious and critical
+// violations as a failed check of its own.
+const axeSrc = await readFile('node_modules/axe-core/axe.min.js', 'utf8');
+async function axe(pg, name) {
+  await pg.addScriptTag({ content: axeSrc });
+  const r = await pg.evaluate(async () => await globalThis.axe.run(document, { resultTypes: ['violations'] }));
+  const bad = r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical');
+  report('axe ' + name, bad.length === 0, bad.map(v => `${v.impact} ${v.id} on ${v.nodes.length}: ${v.nodes.slice(0, 3).map(n => n.target + ' ' + (n.any[0] && n.any[0].message || '')).join(' / ')}`).join('; '));
+}
+
 const browser = await chromium.launch({ executablePath: env.PITH_CHROMIUM, headless: true, args: ['--no-sandbox'] });
 const problems = []; // page errors, console errors (CSP violations among them), alerts
 let alerts = 0;
@@ -257,6 +267,20 @@ await check('phone layout', async () => {
   await phone.context().close();
   return { ok: !errs.length, detail: errs.join('; ') };
 });
+
+// Every view through axe-core, in a context of its own that lets the
+// checker's inline script past the page's CSP (the other pages keep it).
+{
+  const ax = await newPage({ bypassCSP: true });
+  for (const [name, path, sel] of [['live', '/#/live', '.live-row[role=row] + .live-row, .live-body .live-row'], ['trend', '/#/trend?tag=test.hour&range=1d', '.uplot'],
+    ['tags', '/#/tags', 'table, .tags, main *'], ['system', '/#/system', '.uplot, .card'], ['key', '/#/settings', 'input'], ['display', '/display', 'main *, .tile']]) {
+    await ax.goto(base + path);
+    await ax.waitForSelector(sel, { timeout: 10000 }).catch(() => {});
+    await ax.waitForTimeout(500);
+    await axe(ax, name);
+  }
+  await ax.context().close();
+}
 
 await check('no page errors or CSP violations', async () => ({ ok: !problems.length, detail: problems.slice(0, 5).join(' | ') }));
 

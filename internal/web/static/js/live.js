@@ -28,9 +28,9 @@ export function mount(root, params) {
     el('div', { className: 'toolbar' }, search, el('label', null, problems, ' problems only'), count),
     el('div', { className: 'live', role: 'table', ariaLabel: 'Current values' },
       el('div', { className: 'live-row head', role: 'row' },
-        el('span', { className: 'c-name' }, 'Tag'), el('span', { className: 'c-val' }, 'Value'),
-        el('span', { className: 'c-unit' }, 'Unit'), el('span', { className: 'c-q' }, 'Quality'),
-        el('span', { className: 'c-age' }, 'Age')),
+        el('span', { className: 'c-name', role: 'columnheader' }, 'Tag'), el('span', { className: 'c-val', role: 'columnheader' }, 'Value'),
+        el('span', { className: 'c-unit', role: 'columnheader' }, 'Unit'), el('span', { className: 'c-q', role: 'columnheader' }, 'Quality'),
+        el('span', { className: 'c-age', role: 'columnheader' }, 'Age')),
       body));
 
   function visible(r) {
@@ -55,11 +55,11 @@ export function mount(root, params) {
 
   function addRow(name) {
     const link = el('a', { href: '#/trend?' + new URLSearchParams({ tag: name }) }, name);
-    const val = el('span', { className: 'c-val' });
-    const unit = el('span', { className: 'c-unit' }, units.get(name) || '');
-    const q = el('span', { className: 'c-q' });
-    const age = el('span', { className: 'c-age' });
-    const row = el('div', { className: 'live-row', role: 'row' }, el('span', { className: 'c-name' }, link), val, unit, q, age);
+    const val = el('span', { className: 'c-val', role: 'cell' });
+    const unit = el('span', { className: 'c-unit', role: 'cell' }, units.get(name) || '');
+    const q = el('span', { className: 'c-q', role: 'cell' });
+    const age = el('span', { className: 'c-age', role: 'cell' });
+    const row = el('div', { className: 'live-row', role: 'row' }, el('span', { className: 'c-name', role: 'cell' }, link), val, unit, q, age);
     const r = { row, val, q, age, unit, lname: name.toLowerCase(), t: 0, v: undefined, qual: '', ageText: '', cls: '' };
     rows.set(name, r);
     return r;

@@ -1,0 +1,18 @@
+package web
+
+import "net/http"
+
+// BoardPage returns the handler of a dashboard's page (static/board.html),
+// the viewer and editor of the dashboards kept by internal/dashboard. The
+// page holds no data: it reads its dashboard and values through the API.
+func (s *Server) BoardPage() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		setSecurityHeaders(w.Header())
+		a, ok := s.assets["/static/board.html"]
+		if !ok {
+			http.Error(w, "dashboard page missing", http.StatusInternalServerError)
+			return
+		}
+		a.serve(w, r)
+	})
+}
