@@ -90,6 +90,9 @@ type TagMeta struct {
 	Description string // what the tag measures
 	Source      string // where values come from, e.g. "modbus:boiler/40001"
 	Archive     string // archive policy name
+	// Labels are the tag's labels as the tag table holds them; the
+	// store's (TagInfo.Labels) win when it has any.
+	Labels model.Labels
 }
 
 // MetaFunc returns the metadata of a tag; ok is false when it has none.

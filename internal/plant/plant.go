@@ -245,6 +245,6 @@ func (p *Plant) Meta() api.MetaFunc {
 		if !ok {
 			return api.TagMeta{}, false
 		}
-		return api.TagMeta{Unit: d.Unit, Description: d.Description, Source: d.Source, Archive: d.Archive.String()}, true
+		return api.TagMeta{Unit: d.Unit, Description: d.Description, Source: d.Source, Archive: d.Archive.String(), Labels: d.Labels}, true
 	}
 }

@@ -139,6 +139,11 @@ func (t *Table) defineLocked(d Def) (ID, error) {
 		return 0, err
 	}
 	if id, ok := t.names[d.Name]; ok {
+		if d.Labels == nil {
+			// A definition from the configuration says nothing of the
+			// labels the tag was pushed with: they stay.
+			d.Labels = t.ents[id].def.Labels
+		}
 		t.ents[id].def = d
 		return id, nil
 	}

@@ -1,0 +1,75 @@
+package tag
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pith-historian/pith/internal/model"
+)
+
+// LabelSink is the archive side of tag labels. A Sink that implements it
+// keeps labels durably (the archive queue hands them to the store, which
+// keeps them with its series); with any other Sink labels live in the
+// table only.
+type LabelSink interface {
+	// SetLabels makes each series' labels durable. It is called without
+	// the table's lock, from many goroutines at once, and must not keep
+	// series.
+	SetLabels(ctx context.Context, series []model.Series) error
+}
+
+// Label gives tags their labels, the key/value pairs a push input received
+// them with. Series whose labels the table already holds cost a read lock;
+// the others are checked (name and labels, refused whole with a
+// *model.PointError naming the first bad one), made durable through the
+// Sink when it is a LabelSink, and then set on the definitions, defining
+// unknown tags with the given source. Push inputs call it before Write, so
+// a point is never acknowledged without its tag's labels.
+//
+// When two label sets name the same tag (line protocol's `m,a=x f=1` and
+// `m,b=x f=1`), the tag keeps the last one given.
+func (t *Table) Label(ctx context.Context, series []model.Series, source string) error {
+	changed, err := t.changedLabels(series)
+	if err != nil || len(changed) == 0 {
+		return err
+	}
+	if ls, ok := t.sink.(LabelSink); ok {
+		if err := ls.SetLabels(ctx, changed); err != nil {
+			return err
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, x := range changed {
+		if id, ok := t.names[x.Tag]; ok {
+			t.ents[id].def.Labels = x.Labels.Clone()
+			continue
+		}
+		if _, err := t.defineLocked(Def{Name: x.Tag, Source: source, Labels: x.Labels.Clone()}); err != nil {
+			t.stats.UnknownIDs++
+		}
+	}
+	return nil
+}
+
+// changedLabels returns the series whose labels differ from the table's,
+// refusing a bad name or label set.
+func (t *Table) changedLabels(series []model.Series) ([]model.Series, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	var changed []model.Series
+	for i, x := range series {
+		if id, ok := t.names[x.Tag]; ok {
+			if t.ents[id].def.Labels.Equal(x.Labels) {
+				continue
+			}
+		} else if err := CheckName(x.Tag); err != nil {
+			return nil, &model.PointError{Index: i, Tag: x.Tag, Err: fmt.Errorf("%w: %w", ErrBadName, err)}
+		}
+		if err := x.Labels.Check(); err != nil {
+			return nil, &model.PointError{Index: i, Tag: x.Tag, Err: err}
+		}
+		changed = append(changed, x)
+	}
+	return changed, nil
+}
