@@ -67,6 +67,8 @@ type lpState struct {
 	lines []int32 // the body line of each point, to name a refused one
 	namer namer
 	key   []byte // scratch: series key + ' ' + field key
+	// labels are the labels of the series new to namer in this request.
+	labels pendingLabels
 }
 
 // NewLineProtocol returns the handler writing to sink.
@@ -116,7 +118,7 @@ func (h *LineProtocol) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, http.StatusBadRequest, err.Error(), line)
 		return
 	}
-	if err := commit(r.Context(), h.sink, h.opts.Gate, points); err != nil {
+	if err := commit(r.Context(), h.sink, h.opts.Gate, points, &st.labels); err != nil {
 		line := 0
 		var pe *model.PointError
 		if errors.As(err, &pe) && pe.Index < len(st.lines) {
@@ -147,6 +149,7 @@ func (h *LineProtocol) put(st *lpState) {
 	clear(st.pts) // the pool must not pin tag strings of old bodies
 	st.pts = st.pts[:0]
 	st.lines = st.lines[:0]
+	st.labels.reset()
 	if st.retained() > poolKeepBytes {
 		return // do not pin one huge body
 	}
@@ -168,6 +171,7 @@ func (h *LineProtocol) fail(w http.ResponseWriter, status int, msg string, line 
 // first error as a *LineError.
 func (st *lpState) convert(body []byte, mul, div, nowMs int64) ([]model.Point, int, error) {
 	st.rows.Reset()
+	st.labels.reset()
 	if err := st.rows.Unmarshal(body); err != nil {
 		return nil, 0, err
 	}
@@ -191,7 +195,7 @@ func (st *lpState) convert(body []byte, mul, div, nowMs int64) ([]model.Point, i
 			// Names are cached by the raw series and field key: a series
 			// met before costs one copy and one map lookup, not the rule.
 			st.key = append(append(append(st.key[:0], row.SeriesKey...), ' '), f.Key...)
-			name, ok := st.namer.lookup(st.key)
+			e, ok := st.namer.lookupEntry(st.key)
 			if !ok {
 				nb := &st.namer
 				nb.Reset()
@@ -201,11 +205,18 @@ func (st *lpState) convert(body []byte, mul, div, nowMs int64) ([]model.Point, i
 				}
 				nb.Add(f.Key)
 				var err error
-				if name, err = nb.remember(st.key); err != nil {
+				if e, err = nb.rememberEntry(st.key); err != nil {
 					return nil, 0, &LineError{Line: row.Line, Err: err}
 				}
 			}
-			pts = append(pts, model.Point{Tag: name, T: t, V: f.Value})
+			if !e.labelled && !st.labels.has(e) {
+				ls, err := lpLabels(row, f.Key)
+				if err != nil {
+					return nil, 0, &LineError{Line: row.Line, Err: err}
+				}
+				st.labels.add(e, ls)
+			}
+			pts = append(pts, model.Point{Tag: e.name, T: t, V: f.Value})
 			st.lines = append(st.lines, int32(row.Line))
 		}
 	}
