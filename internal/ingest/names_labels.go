@@ -86,8 +86,9 @@ func lpLabels(row *LPRow, field []byte) (model.Labels, error) {
 		model.Label{Name: model.LabelMeasurement, Value: unescapeLP(row.Measurement)})
 	for _, t := range row.Tags {
 		k := unescapeLP(t.Key)
-		if k == model.LabelField || k == model.LabelMeasurement {
-			return nil, fmt.Errorf("tag key %q is reserved (Pith gives every point the labels %s and %s)", k, model.LabelMeasurement, model.LabelField)
+		if k == model.LabelField || k == model.LabelMeasurement || k == model.LabelMetricName {
+			return nil, fmt.Errorf("tag key %q is reserved (Pith gives every point the labels %s and %s; %s marks a Prometheus series)",
+				k, model.LabelMeasurement, model.LabelField, model.LabelMetricName)
 		}
 		ls = append(ls, model.Label{Name: k, Value: unescapeLP(t.Value)})
 	}
