@@ -475,6 +475,13 @@ func FuzzSeriesFile(f *testing.F) {
 	f.Add(false, golden)
 	f.Add(true, golden[:len(golden)-4])
 	f.Add(true, []byte(seriesFileMagic))
+	// A version 2 file: names with labels.
+	v2 := binary.AppendUvarint([]byte(seriesFileMagicV2), 2)
+	for _, x := range labelsSeeds() {
+		v2 = binary.AppendUvarint(v2, uint64(len(x.Tag)))
+		v2 = appendLabels(append(v2, x.Tag...), x.Labels)
+	}
+	f.Add(true, v2)
 	f.Fuzz(func(t *testing.T, fixCRC bool, b []byte) {
 		if fixCRC {
 			b = binary.LittleEndian.AppendUint32(bytes.Clone(b), crc32c.Checksum(b))
@@ -634,4 +641,44 @@ func TestInflateIndexBounded(t *testing.T) {
 	if grew := ms2.TotalAlloc - ms1.TotalAlloc; grew > 64<<20 {
 		t.Fatalf("inflating a %d-byte index allocated %d MiB: the claimed length should be checked against what inflates", len(idx), grew>>20)
 	}
+}
+
+// labelsSeeds are the label sets the labels fuzz targets start from.
+func labelsSeeds() []model.Series {
+	return []model.Series{
+		{Tag: "up.127_0_0_1:9100.node", Labels: model.LabelsFrom("__name__", "up", "instance", "127.0.0.1:9100", "job", "node")},
+		{Tag: "cpu.pi3.idle", Labels: model.LabelsFrom("_measurement", "cpu", "_field", "idle", "host", "pi3")},
+	}
+}
+
+// FuzzLabelsRecord decodes WAL labels records: an error or series whose
+// labels pass model.Labels.Check, and which survive encoding and decoding
+// again (the bytes may differ: a uvarint has several spellings).
+//
+//	go test -run '^$' -fuzz FuzzLabelsRecord ./internal/store/
+func FuzzLabelsRecord(f *testing.F) {
+	rec := appendLabelsRecord(nil, labelsSeeds())
+	f.Add(rec)
+	f.Add(rec[:len(rec)/2])
+	f.Add(appendLabelsRecord(nil, []model.Series{{Tag: "x"}}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		series, err := decodeLabelsRecord(b)
+		if err != nil {
+			return
+		}
+		for _, x := range series {
+			if err := x.Labels.Check(); err != nil {
+				t.Fatalf("decoded labels of %q fail the check: %v", x.Tag, err)
+			}
+		}
+		again, err := decodeLabelsRecord(appendLabelsRecord(nil, series))
+		if err != nil || len(again) != len(series) {
+			t.Fatalf("re-encoded record: %v, %d series, want %d", err, len(again), len(series))
+		}
+		for i := range series {
+			if again[i].Tag != series[i].Tag || !again[i].Labels.Equal(series[i].Labels) {
+				t.Fatalf("series %d: %+v after a round trip, want %+v", i, again[i], series[i])
+			}
+		}
+	})
 }
