@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,4 +102,53 @@ func TestLabelsKeptAcrossRestart(t *testing.T) {
 	}
 	srv2 := startServe(t, context.Background(), cfg)
 	check(srv2.URL, "after a restart")
+}
+
+// TestLabelsForwardedToCentral pushes a labelled line-protocol point into
+// an edge Pith forwarding to NATS JetStream; the central Pith consuming
+// the stream keeps the labels for "<site>.<tag>".
+func TestLabelsForwardedToCentral(t *testing.T) {
+	nurl := testNATS(t)
+	site := testSiteName("lbl")
+	durable := "c-" + site
+	t.Cleanup(func() { deleteConsumer(t, nurl, durable) })
+	ccfg := fwdConfig(t, "central", t.TempDir())
+	ccfg.Central = config.Central{NATS: nurl, Subjects: []string{"pith." + site + ".samples"}, Durable: durable, Workers: 1}
+	ecfg := fwdConfig(t, site, t.TempDir())
+	ecfg.Forward.NATS = []config.ForwardNATS{{Name: "fleet", URL: nurl}}
+	edge := startInstance(t, ecfg)
+	central := startInstance(t, ccfg)
+
+	now := time.Now().UnixMilli()
+	resp, err := httpc.Post(edge.base+"/write?precision=ms", "text/plain", strings.NewReader("boiler,room=hall temp=61.5 "+itoa(now)+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("line protocol: %d", resp.StatusCode)
+	}
+	tag := site + ".boiler.hall.temp"
+	eventually(t, 20*time.Second, "the edge's labels at the central Pith", func() bool {
+		r, err := httpc.Get(central.base + "/api/v1/tags")
+		if err != nil {
+			return false
+		}
+		defer r.Body.Close()
+		var got struct {
+			Tags []struct {
+				Name   string            `json:"name"`
+				Labels map[string]string `json:"labels"`
+			} `json:"tags"`
+		}
+		if json.NewDecoder(r.Body).Decode(&got) != nil {
+			return false
+		}
+		for _, tg := range got.Tags {
+			if tg.Name == tag {
+				return tg.Labels["_measurement"] == "boiler" && tg.Labels["room"] == "hall" && tg.Labels["_field"] == "temp"
+			}
+		}
+		return false
+	})
 }
