@@ -116,11 +116,11 @@ func NewPostgresSink(opts PostgresOptions, log *slog.Logger) (*PostgresSink, err
 	lident[len(lident)-1] += "_labels"
 	s := &PostgresSink{
 		labels: lident.Sanitize(),
-		opts:  opts,
-		log:   log,
-		cfg:   cfg,
-		ident: ident,
-		table: table,
+		opts:   opts,
+		log:    log,
+		cfg:    cfg,
+		ident:  ident,
+		table:  table,
 		// The WHERE clause skips rows a replay would rewrite with the same
 		// values, so a resent batch leaves no dead row versions behind.
 		upsert: "INSERT INTO " + table + " AS dst (tag, ts, value, quality)" +
