@@ -416,7 +416,8 @@ func (q *Queue) write(pts []model.Point) error {
 // Labeler is the store side of tag labels, implemented by *store.DB.
 type Labeler interface {
 	// SetLabels makes each series' labels durable; it is called from many
-	// goroutines at once and must not keep series.
+	// goroutines at once and must not keep series (it may keep the Labels
+	// in it, which nobody modifies).
 	SetLabels(ctx context.Context, series []model.Series) error
 }
 

@@ -146,6 +146,21 @@ func matchingTags(st Store, mint, maxt int64, ms []*labels.Matcher) (out []match
 	return out, count
 }
 
+// countMatching returns how many tags match ms over [mint, maxt], without
+// building their series (the memory estimate of a query needs no more).
+func countMatching(st Store, mint, maxt int64, ms []*labels.Matcher) int {
+	n := 0
+	for _, ti := range st.Tags() {
+		if ti.Last < mint || ti.First > maxt {
+			continue
+		}
+		if matchesIgnoringCount(ti.Name, ti.Labels, ms) {
+			n++
+		}
+	}
+	return n
+}
+
 // match is one tag and its series labels.
 type match struct {
 	tag  string

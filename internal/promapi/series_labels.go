@@ -56,3 +56,14 @@ func matches(tag string, ls model.Labels, ms []*labels.Matcher) bool {
 	}
 	return true
 }
+
+// matchesIgnoringCount is matches without the countLabel marker, which
+// every series satisfies.
+func matchesIgnoringCount(tag string, ls model.Labels, ms []*labels.Matcher) bool {
+	for _, m := range ms {
+		if m.Name != countLabel && !m.Matches(labelValue(tag, ls, m.Name)) {
+			return false
+		}
+	}
+	return true
+}

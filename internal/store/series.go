@@ -31,6 +31,9 @@ type seriesTable struct {
 	has    []bool // latest is set
 	first  []int64
 	labels []model.Labels // each tag's labels (series_labels.go)
+	// interned holds one copy of each label name and value, shared by
+	// the tags (bounded by maxInterned).
+	interned map[string]string
 	saved  int            // ids below this are in the series file
 	// labelsGen counts label changes; savedGen is the count the series
 	// file holds.
@@ -212,7 +215,8 @@ func loadSeriesFile(fs vfs.FS, path string) (*seriesTable, error) {
 			if err != nil {
 				return nil, &CorruptionError{File: path, Offset: int64(len(body) - len(b)), Err: err}
 			}
-			s.labels[id], b = ls, rest
+			s.setLabelsLocked(id, ls)
+			b = rest
 		}
 	}
 	s.saved = len(s.names)

@@ -23,7 +23,9 @@ const recLabels byte = 'L'
 // already holds costs nothing; a tag the store does not know yet gets a
 // series id (and is listed by Tags once it holds data). Nil labels remove a
 // tag's labels. A label set that fails model.Labels.Check is refused with a
-// *model.PointError naming the tag, and nothing is changed.
+// *model.PointError naming the tag, and nothing is changed. The store
+// keeps the Labels slices it is given (the tag table shares them): callers
+// must not modify them after.
 func (db *DB) SetLabels(ctx context.Context, series []model.Series) error {
 	var changed []model.Series
 	s := db.series
@@ -78,15 +80,39 @@ func (db *DB) Labels(tag string) (model.Labels, bool) {
 	return s.labels[id], true
 }
 
-// setLabelsLocked replaces the labels of id; the caller holds s.mu for
-// writing. The slice is cloned so the caller's may be reused, and the
-// series file is marked for saving.
+// setLabelsLocked replaces the labels of id, keeping ls; the caller holds
+// s.mu for writing. The series file is marked for saving.
 func (s *seriesTable) setLabelsLocked(id uint32, ls model.Labels) {
 	if s.labels[id].Equal(ls) {
 		return
 	}
-	s.labels[id] = ls.Clone()
+	for i := range ls {
+		ls[i].Name, ls[i].Value = s.intern(ls[i].Name), s.intern(ls[i].Value)
+	}
+	s.labels[id] = ls
 	s.labelsGen++
+}
+
+// maxInterned bounds the distinct label strings the series table shares
+// between tags. Names and most values repeat across series (job, mode,
+// an instance for every metric of a target), so sharing one copy saves
+// about 40 bytes a label; past the bound (values unique per series) new
+// strings are kept as they are.
+const maxInterned = 1 << 16
+
+// intern returns the table's copy of str, keeping str as that copy when
+// there is none yet and the bound allows; s.mu is held for writing.
+func (s *seriesTable) intern(str string) string {
+	if c, ok := s.interned[str]; ok {
+		return c
+	}
+	if s.interned == nil {
+		s.interned = make(map[string]string)
+	}
+	if len(s.interned) < maxInterned {
+		s.interned[str] = str
+	}
+	return str
 }
 
 // appendLabels encodes ls: count uvarint, then each name and value as

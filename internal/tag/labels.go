@@ -26,6 +26,9 @@ type LabelSink interface {
 // unknown tags with the given source. Push inputs call it before Write, so
 // a point is never acknowledged without its tag's labels.
 //
+// Label keeps the Labels slices it is given (the store and the table share
+// one copy): callers hand over fresh slices and never modify them after.
+//
 // When two label sets name the same tag (line protocol's `m,a=x f=1` and
 // `m,b=x f=1`), the tag keeps the last one given.
 func (t *Table) Label(ctx context.Context, series []model.Series, source string) error {
@@ -42,10 +45,10 @@ func (t *Table) Label(ctx context.Context, series []model.Series, source string)
 	defer t.mu.Unlock()
 	for _, x := range changed {
 		if id, ok := t.names[x.Tag]; ok {
-			t.ents[id].def.Labels = x.Labels.Clone()
+			t.ents[id].def.Labels = x.Labels
 			continue
 		}
-		if _, err := t.defineLocked(Def{Name: x.Tag, Source: source, Labels: x.Labels.Clone()}); err != nil {
+		if _, err := t.defineLocked(Def{Name: x.Tag, Source: source, Labels: x.Labels}); err != nil {
 			t.stats.UnknownIDs++
 		}
 	}
