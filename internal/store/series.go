@@ -34,7 +34,7 @@ type seriesTable struct {
 	// interned holds one copy of each label name and value, shared by
 	// the tags (bounded by maxInterned).
 	interned map[string]string
-	saved  int            // ids below this are in the series file
+	saved    int // ids below this are in the series file
 	// labelsGen counts label changes; savedGen is the count the series
 	// file holds.
 	labelsGen, savedGen uint64
