@@ -123,6 +123,28 @@ func goldenSeriesFile(t testing.TB) []byte {
 	return b
 }
 
+// goldenLabelledSeriesFile is a version 2 series file: the golden names,
+// two of them with labels.
+func goldenLabelledSeriesFile(t testing.TB) []byte {
+	t.Helper()
+	s := newSeriesTable()
+	for _, n := range goldenNames {
+		s.getOrCreateLocked([]byte(n))
+	}
+	for i, x := range labelsSeeds() {
+		s.setLabelsLocked(uint32(i), x.Labels)
+	}
+	dir := t.TempDir()
+	if err := s.save(vfs.OS{}, dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "series.dat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func goldenRecord() []byte {
 	return appendDataRecord(nil, txnAuto, goldenPoints, make(map[string]int), nil)
 }
@@ -141,6 +163,10 @@ func readGolden(t testing.TB, name string) []byte {
 			b = goldenSeriesFile(t)
 		case "record.bin":
 			b = goldenRecord()
+		case "series_labels.dat":
+			b = goldenLabelledSeriesFile(t)
+		case "labels_record.bin":
+			b = appendLabelsRecord(nil, labelsSeeds())
 		}
 		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
 			t.Fatal(err)
@@ -284,6 +310,43 @@ func TestFormatGolden(t *testing.T) {
 		for i, n := range goldenNames {
 			if s.names[i] != n || s.byName[n] != uint32(i) {
 				t.Fatalf("name %d: got %q want %q", i, s.names[i], n)
+			}
+		}
+	})
+	t.Run("series with labels", func(t *testing.T) {
+		b := readGolden(t, "series_labels.dat")
+		if !bytes.Equal(b, goldenLabelledSeriesFile(t)) {
+			t.Fatal("the series file writer no longer writes the golden bytes of version 2")
+		}
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "series.dat"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := loadSeries(vfs.OS{}, dir, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range labelsSeeds() {
+			if !s.labels[i].Equal(x.Labels) {
+				t.Fatalf("labels of series %d: got %v want %v", i, s.labels[i], x.Labels)
+			}
+		}
+		if len(s.names) != len(goldenNames) || s.labels[len(s.names)-1] != nil {
+			t.Fatalf("%d names, last labels %v", len(s.names), s.labels[len(s.names)-1])
+		}
+	})
+	t.Run("labels record", func(t *testing.T) {
+		b := readGolden(t, "labels_record.bin")
+		if !bytes.Equal(b, appendLabelsRecord(nil, labelsSeeds())) {
+			t.Fatal("the labels record writer no longer writes the golden bytes")
+		}
+		series, err := decodeLabelsRecord(b)
+		if err != nil || len(series) != len(labelsSeeds()) {
+			t.Fatalf("decode: %v, %d series", err, len(series))
+		}
+		for i, x := range labelsSeeds() {
+			if series[i].Tag != x.Tag || !series[i].Labels.Equal(x.Labels) {
+				t.Fatalf("series %d: got %+v want %+v", i, series[i], x)
 			}
 		}
 	})
@@ -476,12 +539,9 @@ func FuzzSeriesFile(f *testing.F) {
 	f.Add(true, golden[:len(golden)-4])
 	f.Add(true, []byte(seriesFileMagic))
 	// A version 2 file: names with labels.
-	v2 := binary.AppendUvarint([]byte(seriesFileMagicV2), 2)
-	for _, x := range labelsSeeds() {
-		v2 = binary.AppendUvarint(v2, uint64(len(x.Tag)))
-		v2 = appendLabels(append(v2, x.Tag...), x.Labels)
-	}
-	f.Add(true, v2)
+	v2 := readGolden(f, "series_labels.dat")
+	f.Add(false, v2)
+	f.Add(true, v2[:len(v2)-4])
 	f.Fuzz(func(t *testing.T, fixCRC bool, b []byte) {
 		if fixCRC {
 			b = binary.LittleEndian.AppendUint32(bytes.Clone(b), crc32c.Checksum(b))
@@ -657,7 +717,7 @@ func labelsSeeds() []model.Series {
 //
 //	go test -run '^$' -fuzz FuzzLabelsRecord ./internal/store/
 func FuzzLabelsRecord(f *testing.F) {
-	rec := appendLabelsRecord(nil, labelsSeeds())
+	rec := readGolden(f, "labels_record.bin")
 	f.Add(rec)
 	f.Add(rec[:len(rec)/2])
 	f.Add(appendLabelsRecord(nil, []model.Series{{Tag: "x"}}))
