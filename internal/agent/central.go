@@ -140,13 +140,19 @@ func (w *centralWorker) delete(ctx context.Context) forward.DeleteFunc {
 }
 
 // labels returns the forward.LabelsFunc of w: an edge's tag labels kept
-// for "<site>.<tag>". Labels the store refuses (a name too long once
-// prefixed) are logged and skipped, so they cannot hold up the stream.
+// for "<site>.<tag>", with the label _site=<site> added, so that the same
+// series scraped at two sites stays two series in PromQL. Labels the store
+// refuses (a name too long once prefixed) are logged and skipped, so they
+// cannot hold up the stream.
 func (w *centralWorker) labels(ctx context.Context) forward.LabelsFunc {
 	return func(site string, series []model.Series) error {
 		out := make([]model.Series, len(series))
 		for i, x := range series {
-			out[i] = model.Series{Tag: site + "." + x.Tag, Labels: x.Labels}
+			ls := x.Labels
+			if len(ls) > 0 {
+				ls = append(ls.Clone(), model.Label{Name: model.LabelSite, Value: site}).Sorted()
+			}
+			out[i] = model.Series{Tag: site + "." + x.Tag, Labels: ls}
 		}
 		err := w.db.SetLabels(ctx, out)
 		var pe *model.PointError

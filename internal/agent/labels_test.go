@@ -106,7 +106,7 @@ func TestLabelsKeptAcrossRestart(t *testing.T) {
 
 // TestLabelsForwardedToCentral pushes a labelled line-protocol point into
 // an edge Pith forwarding to NATS JetStream; the central Pith consuming
-// the stream keeps the labels for "<site>.<tag>".
+// the stream keeps the labels for "<site>.<tag>", with _site added.
 func TestLabelsForwardedToCentral(t *testing.T) {
 	nurl := testNATS(t)
 	site := testSiteName("lbl")
@@ -146,7 +146,8 @@ func TestLabelsForwardedToCentral(t *testing.T) {
 		}
 		for _, tg := range got.Tags {
 			if tg.Name == tag {
-				return tg.Labels["_measurement"] == "boiler" && tg.Labels["room"] == "hall" && tg.Labels["_field"] == "temp"
+				return tg.Labels["_measurement"] == "boiler" && tg.Labels["room"] == "hall" && tg.Labels["_field"] == "temp" &&
+					tg.Labels["_site"] == site
 			}
 		}
 		return false

@@ -34,6 +34,8 @@ const (
 	LabelField = "_field"
 	// LabelMetricName is Prometheus's metric name label.
 	LabelMetricName = "__name__"
+	// LabelSite holds the site a central Pith received a tag from.
+	LabelSite = "_site"
 )
 
 // Limits on the labels of one tag. They bound the metadata one sender can
