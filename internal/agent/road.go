@@ -61,7 +61,7 @@ func (r *road) Write(ctx context.Context, pts []model.Point) error {
 // tags' definitions and hands them to the store, which keeps them with its
 // series (ingest.Labeler).
 func (r *road) SetLabels(ctx context.Context, series []model.Series) error {
-	return r.tab.Label(ctx, series, pushSource)
+	return r.tab.Label(ctx, series)
 }
 
 var (

@@ -107,10 +107,12 @@ type Table struct {
 	mu    sync.RWMutex
 	ents  []entry
 	names map[string]ID
-	subs  []*Subscription // change subscribers, copied on write
-	abuf  []model.Point   // archive batch, reused under mu
-	cbuf  []Change        // changes of the current batch, reused under mu
-	stats Stats
+	// waiting holds labels given (Label) for tags not defined yet.
+	waiting map[string]model.Labels
+	subs    []*Subscription // change subscribers, copied on write
+	abuf    []model.Point   // archive batch, reused under mu
+	cbuf    []Change        // changes of the current batch, reused under mu
+	stats   Stats
 }
 
 // New returns an empty table handing archived samples to sink (nil for
@@ -149,6 +151,9 @@ func (t *Table) defineLocked(d Def) (ID, error) {
 	}
 	if uint64(len(t.ents)) >= math.MaxUint32 {
 		return 0, fmt.Errorf("define tag %q: table full", d.Name)
+	}
+	if d.Labels == nil {
+		d.Labels = t.takeWaitingLabels(d.Name)
 	}
 	id := ID(len(t.ents))
 	t.ents = append(t.ents, entry{def: d})
