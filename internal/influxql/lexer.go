@@ -125,7 +125,8 @@ func (l *lexer) next() token {
 	l.skip()
 	start := l.pos
 	if l.pos >= len(l.src) {
-		return token{kind: tEOF, pos: start}
+		// InfluxDB reports the end one character past the last.
+		return token{kind: tEOF, pos: start + 1}
 	}
 	c := l.src[l.pos]
 	two := func(second byte, yes, no tok) token {

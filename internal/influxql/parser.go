@@ -12,15 +12,19 @@ import (
 // ParseError is a query that is not InfluxQL (or not the part Pith
 // reads): the whole request is refused, as InfluxDB does, with HTTP 400.
 type ParseError struct {
-	Msg string
-	Pos int // byte offset in the query
-	src string
+	Msg   string
+	Pos   int // byte offset in the query
+	src   string
+	noPos bool // InfluxDB's message names no position
 }
 
 func (e *ParseError) Error() string {
+	if e.noPos {
+		return e.Msg
+	}
 	line, char := 1, 1
-	for i := 0; i < e.Pos && i < len(e.src); i++ {
-		if e.src[i] == '\n' {
+	for i := 0; i < e.Pos; i++ {
+		if i < len(e.src) && e.src[i] == '\n' {
 			line, char = line+1, 1
 		} else {
 			char++
@@ -457,7 +461,7 @@ func (p *parser) fill(s *SelectStatement) error {
 		}
 		s.Fill, s.FillValue = FillValue, v
 	default:
-		return p.expected(t, "null, none, previous, linear, number")
+		return &ParseError{Msg: "expected number argument in fill()", src: p.lx.src, noPos: true}
 	}
 	if t := p.scan(); t.kind != tRParen {
 		return p.expected(t, ")")

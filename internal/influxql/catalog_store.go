@@ -1,0 +1,103 @@
+package influxql
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/pith-historian/pith/internal/model"
+	"github.com/pith-historian/pith/internal/store"
+)
+
+// TagLister lists the stored tags with their labels, as *store.DB does.
+// It is called concurrently.
+type TagLister interface {
+	Tags() []store.TagInfo
+}
+
+var _ TagLister = (*store.DB)(nil)
+
+// catalogTTL is how long a StoreCatalog reuses its index: a new tag is
+// queryable at most this long after its first value is stored.
+const catalogTTL = time.Second
+
+// StoreCatalog is the Catalog of Pith's stored tags, from their labels:
+//   - a tag with the labels _measurement and _field (line protocol) is the
+//     field _field of measurement _measurement, its other labels the tag
+//     keys and values;
+//   - a tag with __name__ (Prometheus remote_write) is the field "value"
+//     of the measurement __name__, its other labels the tag keys;
+//   - any other tag (Modbus, CSV import, calculated, system tags) is the
+//     field "value" of a measurement named as the tag, with its labels,
+//     if any, as tag keys.
+type StoreCatalog struct {
+	src TagLister
+	now func() time.Time
+
+	mu    sync.Mutex
+	built time.Time
+	idx   *catalogIndex
+}
+
+type catalogIndex struct {
+	names  []string
+	series map[string][]Series
+}
+
+var _ Catalog = (*StoreCatalog)(nil)
+
+// NewStoreCatalog returns the catalog of src's tags.
+func NewStoreCatalog(src TagLister) *StoreCatalog {
+	return &StoreCatalog{src: src, now: time.Now}
+}
+
+// Measurements returns every measurement name, sorted.
+func (c *StoreCatalog) Measurements() []string { return c.index().names }
+
+// Series returns the series of measurement m.
+func (c *StoreCatalog) Series(m string) []Series { return c.index().series[m] }
+
+func (c *StoreCatalog) index() *catalogIndex {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now := c.now(); c.idx == nil || now.Sub(c.built) >= catalogTTL || now.Before(c.built) {
+		c.idx, c.built = buildIndex(c.src.Tags()), now
+	}
+	return c.idx
+}
+
+// SeriesOf maps one Pith tag to its InfluxDB measurement, field and tags.
+func SeriesOf(tag string, ls model.Labels) Series {
+	s := Series{Tag: tag, Measurement: tag, Field: "value"}
+	skip := map[string]bool{}
+	if m, ok := ls.Lookup(model.LabelMeasurement); ok {
+		s.Measurement = m
+		if f, ok := ls.Lookup(model.LabelField); ok {
+			s.Field = f
+		}
+		skip[model.LabelMeasurement], skip[model.LabelField] = true, true
+	} else if n, ok := ls.Lookup(model.LabelMetricName); ok {
+		s.Measurement = n
+		skip[model.LabelMetricName] = true
+	}
+	for _, l := range ls { // sorted by name
+		if !skip[l.Name] {
+			s.Keys = append(s.Keys, l.Name)
+			s.Values = append(s.Values, l.Value)
+		}
+	}
+	return s
+}
+
+func buildIndex(tags []store.TagInfo) *catalogIndex {
+	idx := &catalogIndex{series: make(map[string][]Series)}
+	for _, t := range tags {
+		s := SeriesOf(t.Name, t.Labels)
+		if _, ok := idx.series[s.Measurement]; !ok {
+			idx.names = append(idx.names, s.Measurement)
+		}
+		idx.series[s.Measurement] = append(idx.series[s.Measurement], s)
+	}
+	sort.Strings(idx.names)
+	return idx
+}
