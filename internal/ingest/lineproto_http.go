@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/pith-historian/pith/internal/model"
@@ -36,9 +35,9 @@ func DefaultLineProtocolOptions() LineProtocolOptions {
 //	POST /write?db=&precision=                (1.x: n|ns, u|us, ms, s, m, h)
 //	POST /api/v2/write?org=&bucket=&precision= (2.x: ns, us, ms, s)
 //
-// Mount the same handler on both paths; mount Query on /query and Ping on
-// /ping. db, org and bucket are accepted and ignored: the tag name alone
-// says where a value goes (docs/design/0002-tag-names.md).
+// Mount the same handler on both paths and Ping on /ping (/query is
+// internal/influxql's). db, org and bucket are accepted and ignored: the
+// tag name alone says where a value goes (docs/design/0002-tag-names.md).
 //
 // A line `measurement,k1=v1,k2=v2 f1=1,f2=2i ts` gives one point per
 // numeric field, named measurement.v1.v2.f1 (tag values in key order).
@@ -222,26 +221,6 @@ func (st *lpState) convert(body []byte, mul, div, nowMs int64) ([]model.Point, i
 	}
 	st.pts = pts
 	return pts, skipped, nil
-}
-
-// Query serves /query for the statements Telegraf and Influx tools send
-// at start: CREATE DATABASE answers success (Pith has one namespace) and
-// SHOW DATABASES lists "pith". Anything else is 400: Pith is queried
-// through its own API or PromQL, not InfluxQL.
-func (h *LineProtocol) Query(w http.ResponseWriter, r *http.Request) {
-	q := strings.TrimSpace(r.FormValue("q"))
-	upper := strings.ToUpper(q)
-	w.Header().Set("Content-Type", "application/json")
-	switch {
-	case strings.HasPrefix(upper, "CREATE DATABASE"):
-		w.Write([]byte(`{"results":[{"statement_id":0}]}` + "\n"))
-	case strings.HasPrefix(upper, "SHOW DATABASES"):
-		w.Write([]byte(`{"results":[{"statement_id":0,"series":[{"name":"databases","columns":["name"],"values":[["pith"]]}]}]}` + "\n"))
-	case q == "":
-		h.fail(w, http.StatusBadRequest, "missing required parameter \"q\"", 0)
-	default:
-		h.fail(w, http.StatusBadRequest, fmt.Sprintf("statement %q not supported: /query only answers CREATE DATABASE and SHOW DATABASES", clip([]byte(q))), 0)
-	}
 }
 
 // Ping serves /ping: 204 with the version header Influx clients look for.
