@@ -1,0 +1,52 @@
+// Runs InfluxQL statements through the influx npm client's query API
+// against several servers (InfluxDB 1.x and Pith) and prints, per
+// statement and server, what the client returned: the raw answer
+// (queryRaw) and the parsed rows (query). The Go test
+// (internal/influxql/interop_test.go) compares the servers' answers.
+//
+// Usage: node query.js PLAN.json, where PLAN is
+// {"servers": [{"name", "host", "port", "database"}],
+//  "queries": [{"q", "precision"}]}
+"use strict";
+const fs = require("fs");
+const Influx = require("influx");
+
+async function run(server, q) {
+  const client = new Influx.InfluxDB({ host: server.host, port: server.port, database: server.database });
+  const opts = q.precision ? { precision: q.precision } : {};
+  const out = {};
+  try {
+    out.raw = await client.queryRaw(q.q, opts);
+  } catch (e) {
+    out.rawError = String(e.message || e);
+  }
+  try {
+    out.rows = JSON.parse(JSON.stringify(await client.query(q.q, opts)));
+  } catch (e) {
+    out.rowsError = String(e.message || e);
+  }
+  return out;
+}
+
+async function main() {
+  const plan = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+  const results = [];
+  for (const q of plan.queries) {
+    const r = { q: q.q, precision: q.precision || "", answers: {} };
+    for (const s of plan.servers) {
+      r.answers[s.name] = await run(s, q);
+    }
+    results.push(r);
+  }
+  const measurements = {};
+  for (const s of plan.servers) {
+    const client = new Influx.InfluxDB({ host: s.host, port: s.port, database: s.database });
+    measurements[s.name] = await client.getMeasurements();
+  }
+  process.stdout.write(JSON.stringify({ results, measurements }) + "\n");
+}
+
+main().catch((e) => {
+  process.stderr.write(String(e && e.stack || e) + "\n");
+  process.exit(1);
+});
