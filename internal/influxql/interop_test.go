@@ -261,3 +261,36 @@ func TestInteropNodeClient(t *testing.T) {
 	}
 	t.Logf("%d statements through the influx npm client: InfluxDB and Pith agree", len(res.Results))
 }
+
+// TestInteropGrafanaCaptures replays the Grafana captures (but the nopeer
+// ones) against a real InfluxDB holding grafanaData in the database the
+// captures name: its answers must be the expected ones that
+// TestGrafanaCaptures checks Pith against. With -update-captures it
+// writes them instead.
+func TestInteropGrafanaCaptures(t *testing.T) {
+	base := startInfluxd(t)
+	loadInflux(t, base, "telegraf", grafanaData())
+	n := 0
+	for _, c := range readCaptures(t) {
+		if c.nopeer {
+			continue
+		}
+		n++
+		resp, err := http.DefaultClient.Do(c.request(t, base))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := decoded(t, resp.Header, resp.Body)
+		resp.Body.Close()
+		if *updateCaptures {
+			if err := os.WriteFile(c.file(), body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if resp.StatusCode != http.StatusOK || !sameAnswer(false, string(body), c.want) {
+			t.Errorf("%s (%s): InfluxDB answers\n%d %s\nthe capture expects %s", c.name, c.desc, resp.StatusCode, body, c.want)
+		}
+	}
+	t.Logf("%d Grafana captures: InfluxDB gives the expected answers", n)
+}
