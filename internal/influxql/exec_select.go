@@ -292,8 +292,9 @@ func fillRows(s *SelectStatement, wd windows, cols [][]cell, selector bool) [][]
 		vals[c] = vs
 	}
 	out := make([][]Value, 0, wd.n)
+	flat := make([]Value, wd.n*(1+len(cols))) // one allocation for every row
 	for k := 0; k < wd.n; k++ {
-		row := make([]Value, 1+len(cols))
+		row := flat[k*(1+len(cols)) : (k+1)*(1+len(cols)) : (k+1)*(1+len(cols))]
 		t := wd.start(k)
 		if selector && cols[0][k].ok {
 			t = cols[0][k].t

@@ -89,7 +89,13 @@ func (f formatter) appendValue(b []byte, v Value) []byte {
 
 // JSON writes results as InfluxDB 1.x does.
 func (f formatter) JSON(results []Result) []byte {
-	b := []byte(`{"results":[`)
+	size := 64
+	for _, r := range results {
+		for _, row := range r.Series {
+			size += 64 + len(row.Values)*len(row.Columns)*24
+		}
+	}
+	b := append(make([]byte, 0, size), `{"results":[`...)
 	for i, r := range results {
 		if i > 0 {
 			b = append(b, ',')

@@ -1,0 +1,55 @@
+package influxql
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"testing"
+
+	"github.com/pith-historian/pith/internal/api"
+)
+
+// BenchmarkGroupByDay measures the chart query Grafana sends for one day
+// of 1 s data (86,400 samples of one tag, flushed to runs and rollups):
+// SELECT mean() ... GROUP BY time(1m), 1,440 buckets, through /query, and
+// the same buckets through /api/v1/data, both in-process handlers over
+// the same store. Compare the medians of:
+//
+//	go test -run '^$' -bench GroupByDay -count 7 ./internal/influxql/
+func BenchmarkGroupByDay(b *testing.B) {
+	const t0, day = int64(1700006400000), int64(86400000) // t0 is midnight UTC
+	db := openStore(b)
+	lines := make([]string, 0, 86400)
+	for i := int64(0); i < 86400; i++ {
+		lines = append(lines, fmt.Sprintf("boiler,site=plant1 temp=%g %d", 20+float64(i%600)/4, t0+i*1000))
+	}
+	loadLP(b, db, lines)
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	influx := NewHandler(NewEngine(db, NewStoreCatalog(db), DefaultOptions()), nil, slog.New(slog.DiscardHandler))
+	q := fmt.Sprintf(`SELECT mean("temp") FROM "boiler" WHERE time >= %dms and time < %dms GROUP BY time(1m) fill(null)`, t0, t0+day)
+	influxURL := "/query?" + url.Values{"db": {"pith"}, "epoch": {"ms"}, "q": {q}}.Encode()
+	native := api.NewServer(api.WrapDB(db), api.DefaultOptions(), slog.New(slog.DiscardHandler)).Handler()
+	tag := "boiler.plant1.temp"
+	nativeURL := "/api/v1/data?tag=" + tag + "&from=" + strconv.FormatInt(t0, 10) + "&to=" + strconv.FormatInt(t0+day, 10) + "&points=1440&agg=mean"
+	for _, c := range []struct {
+		name, target string
+		h            http.Handler
+	}{{"influxql", influxURL, influx}, {"api_v1_data", nativeURL, native}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				rec := httptest.NewRecorder()
+				c.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, c.target, nil))
+				if rec.Code != http.StatusOK || rec.Body.Len() < 1440*10 {
+					b.Fatalf("%s: %d %.200s", c.name, rec.Code, rec.Body)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/query")
+		})
+	}
+}
