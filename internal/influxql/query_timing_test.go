@@ -2,6 +2,7 @@ package influxql
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -51,5 +52,54 @@ func BenchmarkGroupByDay(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/query")
 		})
+	}
+}
+
+// BenchmarkGroupByDayHTTP runs the query of BenchmarkGroupByDay over
+// loopback HTTP (one keep-alive connection) against Pith and against a
+// real InfluxDB 1.x holding the same day of points:
+//
+//	go test -run '^$' -bench GroupByDayHTTP -count 7 ./internal/influxql/
+func BenchmarkGroupByDayHTTP(b *testing.B) {
+	const t0, day = int64(1700006400000), int64(86400000)
+	lines := make([]string, 0, 86400)
+	for i := int64(0); i < 86400; i++ {
+		lines = append(lines, fmt.Sprintf("boiler,site=plant1 temp=%g %d", 20+float64(i%600)/4, t0+i*1000))
+	}
+	db := openStore(b)
+	loadLP(b, db, lines)
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	pith := httptest.NewServer(NewHandler(NewEngine(db, NewStoreCatalog(db), DefaultOptions()), nil, slog.New(slog.DiscardHandler)))
+	defer pith.Close()
+	influx := startInfluxd(b)
+	for i := 0; i < len(lines); i += 10000 {
+		loadInflux(b, influx, "bench", lines[i:min(i+10000, len(lines))])
+	}
+	q := fmt.Sprintf(`SELECT mean("temp") FROM "boiler" WHERE time >= %dms and time < %dms GROUP BY time(1m) fill(null)`, t0, t0+day)
+	target := "/query?" + url.Values{"db": {"bench"}, "epoch": {"ms"}, "q": {q}}.Encode()
+	answers := map[string]string{}
+	for _, c := range []struct{ name, base string }{{"pith", pith.URL}, {"influxdb", influx}} {
+		b.Run(c.name, func(b *testing.B) {
+			client := &http.Client{}
+			var body []byte
+			for i := 0; i < b.N; i++ {
+				resp, err := client.Get(c.base + target)
+				if err != nil {
+					b.Fatal(err)
+				}
+				body, _ = io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("%s: %d %.200s", c.name, resp.StatusCode, body)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/query")
+			answers[c.name] = string(body)
+		})
+	}
+	if len(answers) == 2 && !sameAnswer(false, answers["pith"], answers["influxdb"]) {
+		b.Errorf("Pith and InfluxDB answer differently:\n%.300s\n%.300s", answers["pith"], answers["influxdb"])
 	}
 }
