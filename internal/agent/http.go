@@ -233,7 +233,9 @@ func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *di
 	lp := ingest.NewLineProtocol(wr, lpo)
 	mux.Handle("/write", lp)
 	mux.Handle("/api/v2/write", lp)
-	mux.Handle("/query", influxql.NewHandler(influxql.NewEngine(db, influxql.NewStoreCatalog(db), influxql.DefaultOptions()), nil, log))
+	io := influxql.DefaultOptions()
+	io.Budget = budget
+	mux.Handle("/query", influxql.NewHandler(influxql.NewEngine(db, influxql.NewStoreCatalog(db), io), nil, log))
 	mux.HandleFunc("/ping", lp.Ping)
 	eo := ingest.DefaultEmoncmsOptions()
 	eo.Gate, eo.Logger = gate, log

@@ -16,6 +16,9 @@ type Options struct {
 	// MaxBuckets is the number of buckets (GROUP BY time() intervals times
 	// series) one statement may compute.
 	MaxBuckets int
+	// Budget, when set, is the memory budget every request reserves what
+	// it holds from; one that does not fit now is answered 503.
+	Budget Reserver
 }
 
 // DefaultOptions returns the limits of /query.
@@ -43,24 +46,43 @@ func NewEngine(st Store, cat Catalog, opts Options) *Engine {
 	return &Engine{st: st, cat: cat, opts: opts}
 }
 
+// Answer is the result of a request's statements. Release returns the
+// memory they reserved once the answer is written.
+type Answer struct {
+	Results []Result
+	// Busy is set when a statement was refused because the memory budget
+	// is full now; the statements after it were not run.
+	Busy bool
+	run  *run
+}
+
+// Release returns the memory the statements reserved.
+func (a *Answer) Release() { a.run.release() }
+
 // Execute answers every statement, each on its own: a refused statement
 // carries its error and the others are still answered.
-func (e *Engine) Execute(ctx context.Context, stmts []Statement) []Result {
-	out := make([]Result, len(stmts))
+func (e *Engine) Execute(ctx context.Context, stmts []Statement) *Answer {
+	a := &Answer{Results: make([]Result, len(stmts)), run: &run{Engine: e, budget: e.opts.Budget}}
 	for i, s := range stmts {
-		out[i].StatementID = i
+		out := &a.Results[i]
+		out.StatementID = i
 		if err := ctx.Err(); err != nil {
-			out[i].Err = "query interrupted: " + err.Error()
+			out.Err = "query interrupted: " + err.Error()
 			continue
 		}
-		rows, err := e.execute(ctx, s)
+		rows, err := a.run.execute(ctx, s)
+		if errors.Is(err, errBusy{}) {
+			a.Busy = true
+			out.Err = err.Error()
+			break
+		}
 		if err != nil {
-			out[i].Err = err.Error()
+			out.Err = err.Error()
 			continue
 		}
-		out[i].Series = rows
+		out.Series = rows
 	}
-	return out
+	return a
 }
 
 // StoreError is a failure of the store (not of the query), which the
@@ -70,7 +92,7 @@ type StoreError struct{ Err error }
 func (e *StoreError) Error() string { return e.Err.Error() }
 func (e *StoreError) Unwrap() error { return e.Err }
 
-func (e *Engine) execute(ctx context.Context, s Statement) ([]Row, error) {
+func (e *run) execute(ctx context.Context, s Statement) ([]Row, error) {
 	switch s := s.(type) {
 	case *SelectStatement:
 		return e.selectRows(ctx, s)
@@ -106,7 +128,7 @@ func window(n, limit, off int) (int, int) {
 }
 
 // measurementsOf returns the measurements a FROM selects (all without one).
-func (e *Engine) measurementsOf(from *NameMatch) []string {
+func (e *run) measurementsOf(from *NameMatch) []string {
 	if from != nil && from.Regex == nil && !from.Not {
 		out := append([]string(nil), from.Names...)
 		sort.Strings(out)
@@ -122,7 +144,7 @@ func (e *Engine) measurementsOf(from *NameMatch) []string {
 }
 
 // matching returns the series of m that satisfy cond.
-func (e *Engine) matching(m string, cond Expr) ([]Series, error) {
+func (e *run) matching(m string, cond Expr) ([]Series, error) {
 	all := e.cat.Series(m)
 	if cond == nil {
 		return all, nil
@@ -145,7 +167,7 @@ func (e *Engine) matching(m string, cond Expr) ([]Series, error) {
 
 // checkCond refuses a condition on field values, which Pith does not
 // evaluate (InfluxDB filters points by them).
-func (e *Engine) checkCond(all []Series, cond Expr) error {
+func (e *run) checkCond(all []Series, cond Expr) error {
 	for _, k := range condKeys(cond, nil) {
 		tag, field := false, false
 		for i := range all {
@@ -164,7 +186,7 @@ func (e *Engine) checkCond(all []Series, cond Expr) error {
 	return nil
 }
 
-func (e *Engine) showMeasurements(s *ShowMeasurementsStatement) ([]Row, error) {
+func (e *run) showMeasurements(s *ShowMeasurementsStatement) ([]Row, error) {
 	var names []string
 	for _, m := range e.cat.Measurements() {
 		if !s.Match.Match(m) {
@@ -192,7 +214,7 @@ func (e *Engine) showMeasurements(s *ShowMeasurementsStatement) ([]Row, error) {
 	return []Row{row}, nil
 }
 
-func (e *Engine) showTagKeys(s *ShowTagKeysStatement) ([]Row, error) {
+func (e *run) showTagKeys(s *ShowTagKeysStatement) ([]Row, error) {
 	var rows []Row
 	for _, m := range e.measurementsOf(s.From) {
 		ss, err := e.matching(m, s.Cond)
@@ -219,7 +241,7 @@ func (e *Engine) showTagKeys(s *ShowTagKeysStatement) ([]Row, error) {
 	return rows, nil
 }
 
-func (e *Engine) showTagValues(s *ShowTagValuesStatement) ([]Row, error) {
+func (e *run) showTagValues(s *ShowTagValuesStatement) ([]Row, error) {
 	var rows []Row
 	for _, m := range e.measurementsOf(s.From) {
 		ss, err := e.matching(m, s.Cond)
@@ -258,7 +280,7 @@ func (e *Engine) showTagValues(s *ShowTagValuesStatement) ([]Row, error) {
 	return rows, nil
 }
 
-func (e *Engine) showFieldKeys(s *ShowFieldKeysStatement) ([]Row, error) {
+func (e *run) showFieldKeys(s *ShowFieldKeysStatement) ([]Row, error) {
 	var rows []Row
 	for _, m := range e.measurementsOf(s.From) {
 		set := map[string]bool{}

@@ -13,7 +13,7 @@ import (
 
 // raw reads the samples of tag in [from, to), at most limit, counting
 // them against the statement's budget.
-func (e *Engine) raw(tag string, from, to int64, limit int, budget *int) ([]model.Sample, error) {
+func (e *run) raw(tag string, from, to int64, limit int, budget *int) ([]model.Sample, error) {
 	if from >= to {
 		return nil, nil
 	}
@@ -27,12 +27,15 @@ func (e *Engine) raw(tag string, from, to int64, limit int, budget *int) ([]mode
 		return nil, &UnsupportedError{fmt.Sprintf("the statement reads more than %d raw samples (raw SELECT, median(), first() and last() over several series read raw samples): narrow the time range or add a LIMIT", e.opts.MaxRawSamples)}
 	}
 	*budget -= len(smp)
+	if err := e.take(int64(len(smp)) * rawSampleBytes); err != nil {
+		return nil, err
+	}
 	return smp, nil
 }
 
 // rawColumn computes median, or first and last over several series, from
 // raw samples.
-func (e *Engine) rawColumn(fn string, members []Series, wd windows) ([]cell, error) {
+func (e *run) rawColumn(fn string, members []Series, wd windows) ([]cell, error) {
 	cs := make([]cell, wd.n)
 	budget := e.opts.MaxRawSamples
 	var vals [][]float64
@@ -82,7 +85,7 @@ func (e *Engine) rawColumn(fn string, members []Series, wd windows) ([]cell, err
 // selectorColumn answers first, last, min or max without GROUP BY time():
 // the selected sample's value and time, found from the rollups and read
 // raw only in its last narrow window.
-func (e *Engine) selectorColumn(fn string, members []Series, wd windows) ([]cell, error) {
+func (e *run) selectorColumn(fn string, members []Series, wd windows) ([]cell, error) {
 	cs := make([]cell, 1)
 	c := &cs[0]
 	for _, se := range members {
@@ -131,7 +134,7 @@ const locateBuckets = 1000
 // splits the range into buckets, keeps the bucket holding the answer (the
 // last non-empty one, or the earliest holding the extreme) and repeats
 // until the range is small enough to read raw.
-func (e *Engine) locate(tag string, from, to int64, fn string) (model.Sample, error) {
+func (e *run) locate(tag string, from, to int64, fn string) (model.Sample, error) {
 	agg := map[string]model.Agg{"last": model.AggCount, "min": model.AggMin, "max": model.AggMax}[fn]
 	better := func(a, b float64) bool {
 		switch fn {
@@ -190,7 +193,7 @@ type rawColumnSpec struct {
 
 // rawRows answers a raw SELECT: one row per point (tag set and time) with
 // the selected fields and tags, in time order.
-func (e *Engine) rawRows(ctx context.Context, s *SelectStatement, keys []string, groups []group) ([]Row, error) {
+func (e *run) rawRows(ctx context.Context, s *SelectStatement, keys []string, groups []group) ([]Row, error) {
 	fieldSet, tagSet := map[string]bool{}, map[string]bool{}
 	for _, g := range groups {
 		for _, se := range g.series {

@@ -37,7 +37,7 @@ func msRange(start, end int64) (int64, int64) {
 	return ceilDiv(start, nsPerMs), floorDiv(end, nsPerMs) + 1
 }
 
-func (e *Engine) selectRows(ctx context.Context, s *SelectStatement) ([]Row, error) {
+func (e *run) selectRows(ctx context.Context, s *SelectStatement) ([]Row, error) {
 	all, err := e.matching(s.Measurement, s.Cond)
 	if err != nil || len(all) == 0 {
 		return nil, err
@@ -135,7 +135,7 @@ type cell struct {
 // errNoData ends a search that found no sample.
 var errNoData = errors.New("no data")
 
-func (e *Engine) aggregateRows(ctx context.Context, s *SelectStatement, keys []string, groups []group) ([]Row, error) {
+func (e *run) aggregateRows(ctx context.Context, s *SelectStatement, keys []string, groups []group) ([]Row, error) {
 	start, end := s.Start, s.End
 	if s.Interval > 0 && !s.HasEnd {
 		end = min(end, s.Now)
@@ -181,6 +181,9 @@ func (e *Engine) aggregateRows(ctx context.Context, s *SelectStatement, keys []s
 				return nil, &UnsupportedError{fmt.Sprintf("GROUP BY time() gives more than %d buckets in one statement: use a wider interval or a shorter range", e.opts.MaxBuckets)}
 			}
 			wd.n = int(n)
+		}
+		if err := e.take(int64(wd.n) * (int64(len(s.Fields))*bucketBytes + rowBytes)); err != nil {
+			return nil, err
 		}
 		colCells := make([][]cell, len(s.Fields))
 		any := false
@@ -328,7 +331,7 @@ func reverse[T any](s []T) {
 
 // column computes one function over the member series of a group, bucket
 // by bucket, from the rollups where the function allows it.
-func (e *Engine) column(fn string, members []Series, wd windows, selector bool) ([]cell, error) {
+func (e *run) column(fn string, members []Series, wd windows, selector bool) ([]cell, error) {
 	cs := make([]cell, wd.n)
 	if len(members) == 0 {
 		return cs, nil
@@ -409,7 +412,7 @@ func (e *Engine) column(fn string, members []Series, wd windows, selector bool) 
 // aggTag reads one aggregate of one tag for every bucket: the whole
 // buckets in one store call, the partial first and last bucket (cut by the
 // time range) each in their own.
-func (e *Engine) aggTag(tag string, wd windows, agg model.Agg) ([]store.Bucket, error) {
+func (e *run) aggTag(tag string, wd windows, agg model.Agg) ([]store.Bucket, error) {
 	out := make([]store.Bucket, wd.n)
 	one := func(k int, lo, hi int64) error {
 		if lo >= hi {
@@ -453,7 +456,7 @@ func (e *Engine) aggTag(tag string, wd windows, agg model.Agg) ([]store.Bucket, 
 
 // firstTime returns the time of the earliest sample before to among the
 // series.
-func (e *Engine) firstTime(series []Series, to int64) (int64, error) {
+func (e *run) firstTime(series []Series, to int64) (int64, error) {
 	first, found := int64(0), false
 	from, _ := msRange(MinTime, MaxTime)
 	for _, se := range series {

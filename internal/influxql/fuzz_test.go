@@ -48,7 +48,9 @@ func FuzzParse(f *testing.F) {
 		if len(stmts) == 0 {
 			t.Fatalf("no statement and no error for %q", q)
 		}
-		res := eng.Execute(context.Background(), stmts)
+		ans := eng.Execute(context.Background(), stmts)
+		defer ans.Release()
+		res := ans.Results
 		for _, epoch := range []string{"", "ms"} {
 			mul, div, _ := epochScale(epoch)
 			body := formatter{mul: mul, div: div}.JSON(res)

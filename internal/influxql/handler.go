@@ -61,7 +61,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, useCSV, http.StatusBadRequest, "error parsing query: "+err.Error())
 		return
 	}
-	results := h.eng.Execute(r.Context(), stmts)
+	ans := h.eng.Execute(r.Context(), stmts)
+	defer ans.Release()
+	if ans.Busy {
+		w.Header().Set("Retry-After", "2")
+		h.fail(w, useCSV, http.StatusServiceUnavailable, errBusy{}.Error())
+		return
+	}
+	results := ans.Results
 	for _, res := range results {
 		if res.Err != "" {
 			h.log.Debug("influxql statement refused", "statement", res.StatementID, "err", res.Err)
