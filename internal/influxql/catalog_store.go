@@ -3,7 +3,6 @@ package influxql
 import (
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/pith-historian/pith/internal/model"
 	"github.com/pith-historian/pith/internal/store"
@@ -17,10 +16,6 @@ type TagLister interface {
 
 var _ TagLister = (*store.DB)(nil)
 
-// catalogTTL is how long a StoreCatalog reuses its index: a new tag is
-// queryable at most this long after its first value is stored.
-const catalogTTL = time.Second
-
 // StoreCatalog is the Catalog of Pith's stored tags, from their labels:
 //   - a tag with the labels _measurement and _field (line protocol) is the
 //     field _field of measurement _measurement, its other labels the tag
@@ -30,13 +25,15 @@ const catalogTTL = time.Second
 //   - any other tag (Modbus, CSV import, calculated, system tags) is the
 //     field "value" of a measurement named as the tag, with its labels,
 //     if any, as tag keys.
+//
+// The index is rebuilt when the stored tags or their labels changed, so a
+// new tag is queryable as soon as its first value is stored.
 type StoreCatalog struct {
 	src TagLister
-	now func() time.Time
 
-	mu    sync.Mutex
-	built time.Time
-	idx   *catalogIndex
+	mu   sync.Mutex
+	tags []store.TagInfo // what idx was built from
+	idx  *catalogIndex
 }
 
 type catalogIndex struct {
@@ -48,7 +45,7 @@ var _ Catalog = (*StoreCatalog)(nil)
 
 // NewStoreCatalog returns the catalog of src's tags.
 func NewStoreCatalog(src TagLister) *StoreCatalog {
-	return &StoreCatalog{src: src, now: time.Now}
+	return &StoreCatalog{src: src}
 }
 
 // Measurements returns every measurement name, sorted.
@@ -58,12 +55,29 @@ func (c *StoreCatalog) Measurements() []string { return c.index().names }
 func (c *StoreCatalog) Series(m string) []Series { return c.index().series[m] }
 
 func (c *StoreCatalog) index() *catalogIndex {
+	tags := c.src.Tags()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if now := c.now(); c.idx == nil || now.Sub(c.built) >= catalogTTL || now.Before(c.built) {
-		c.idx, c.built = buildIndex(c.src.Tags()), now
+	if c.idx == nil || !sameTags(c.tags, tags) {
+		c.idx, c.tags = buildIndex(tags), tags
 	}
 	return c.idx
+}
+
+// sameTags reports whether two listings hold the same tags with the same
+// labels. The store replaces a tag's labels with a new slice when they
+// change, so comparing the slices' first elements' addresses suffices.
+func sameTags(a, b []store.TagInfo) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		la, lb := a[i].Labels, b[i].Labels
+		if a[i].Name != b[i].Name || len(la) != len(lb) || len(la) > 0 && &la[0] != &lb[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // SeriesOf maps one Pith tag to its InfluxDB measurement, field and tags.
