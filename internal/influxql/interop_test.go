@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/ingest"
 	"github.com/pith-historian/pith/internal/testpeer"
 )
 
@@ -166,9 +167,10 @@ type nodeAnswer struct {
 	RowsError string `json:"rowsError"`
 }
 
-// TestInteropNodeClient runs the script queries through the influx npm
-// client's query API against InfluxDB and against Pith holding the same
-// points: both must give the client the same answers.
+// TestInteropNodeClient writes the points of the select script through
+// the influx npm client to InfluxDB and to Pith (line protocol, /write),
+// then runs the script queries through the client's query API against
+// both: both must give the client the same answers.
 func TestInteropNodeClient(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -196,10 +198,15 @@ func TestInteropNodeClient(t *testing.T) {
 	if len(load) == 0 || len(queries) < 40 {
 		t.Fatalf("scripts give %d data lines and %d queries", len(load), len(queries))
 	}
-	loadInflux(t, base, "interop", load)
+	// Pith as a running Pith serves them: line protocol in (the points
+	// keep their measurement, tags and field as labels), InfluxQL out.
 	db := openStore(t)
-	loadLP(t, db, load)
-	pith := httptest.NewServer(NewHandler(NewEngine(db, NewStoreCatalog(db), DefaultOptions()), nil, slog.New(slog.DiscardHandler)))
+	mux := http.NewServeMux()
+	lp := ingest.NewLineProtocol(db, ingest.DefaultLineProtocolOptions())
+	mux.Handle("/write", lp)
+	mux.HandleFunc("/ping", lp.Ping)
+	mux.Handle("/query", NewHandler(NewEngine(db, NewStoreCatalog(db), DefaultOptions()), nil, slog.New(slog.DiscardHandler)))
+	pith := httptest.NewServer(mux)
 	defer pith.Close()
 
 	server := func(name, base string) map[string]any {
@@ -207,7 +214,7 @@ func TestInteropNodeClient(t *testing.T) {
 		port, _ := strconv.Atoi(u.Port())
 		return map[string]any{"name": name, "host": u.Hostname(), "port": port, "database": "interop"}
 	}
-	plan, _ := json.Marshal(map[string]any{"servers": []any{server("influxdb", base), server("pith", pith.URL)}, "queries": queries})
+	plan, _ := json.Marshal(map[string]any{"servers": []any{server("influxdb", base), server("pith", pith.URL)}, "write": load, "queries": queries})
 	planFile := filepath.Join(t.TempDir(), "plan.json")
 	if err := os.WriteFile(planFile, plan, 0o600); err != nil {
 		t.Fatal(err)
