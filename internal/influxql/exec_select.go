@@ -57,6 +57,9 @@ func (e *run) selectRows(ctx context.Context, s *SelectStatement) ([]Row, error)
 	groups := groupSeries(all, keys)
 	lo, hi := window(len(groups), s.SLimit, s.SOffset)
 	groups = groups[lo:hi]
+	if s.Desc {
+		reverse(groups) // InfluxDB lists the series in reverse too, after SLIMIT
+	}
 	if s.Aggregate() {
 		return e.aggregateRows(ctx, s, keys, groups)
 	}
