@@ -159,7 +159,9 @@ func (e *run) aggregateRows(ctx context.Context, s *SelectStatement, keys []stri
 		if from >= to {
 			return nil, nil
 		}
-		wd := windows{from: from, to: to, n: 1, b0: max(from, 0)}
+		// Without GROUP BY time() the row is stamped with the range's
+		// start as InfluxDB truncates it to the epoch (0 without one).
+		wd := windows{from: from, to: to, n: 1, b0: floorDiv(start, nsPerMs)}
 		if start == MinTime {
 			wd.b0 = 0
 		}
