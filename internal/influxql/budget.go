@@ -36,12 +36,21 @@ func (errBusy) Error() string {
 	return "server busy: queries, answers and bodies in flight fill its memory budget; retry later"
 }
 
-// run is the execution of one request's statements: the engine and the
-// memory the request holds.
+// run is the execution of one request's statements: the engine, the
+// memory the request holds and its view of the catalog.
 type run struct {
 	*Engine
 	budget Reserver
 	held   int64
+	snap   Snapshot // the catalog as the request found it, taken at first use
+}
+
+// snapshot returns the request's view of the catalog.
+func (r *run) snapshot() Snapshot {
+	if r.snap == nil {
+		r.snap = r.cat.Snapshot()
+	}
+	return r.snap
 }
 
 // take reserves n more bytes for the request.

@@ -37,9 +37,15 @@ func (s *Series) has(k string) bool {
 var _ Labels = (*Series)(nil)
 
 // Catalog lists what InfluxQL can read: measurements and their series.
-// Its methods are called concurrently by many queries and must be safe
-// for that; the returned slices are not modified by the caller.
+// Snapshot is called once per request, concurrently with other requests.
 type Catalog interface {
+	// Snapshot returns the measurements and series as they are now.
+	Snapshot() Snapshot
+}
+
+// Snapshot is a catalog at one moment, used by one request. The returned
+// slices are not modified by the caller.
+type Snapshot interface {
 	// Measurements returns every measurement name, sorted.
 	Measurements() []string
 	// Series returns the series of one measurement, nil when it has none.

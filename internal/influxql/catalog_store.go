@@ -48,11 +48,16 @@ func NewStoreCatalog(src TagLister) *StoreCatalog {
 	return &StoreCatalog{src: src}
 }
 
+// Snapshot returns the catalog of the tags stored now.
+func (c *StoreCatalog) Snapshot() Snapshot { return c.index() }
+
 // Measurements returns every measurement name, sorted.
-func (c *StoreCatalog) Measurements() []string { return c.index().names }
+func (x *catalogIndex) Measurements() []string { return x.names }
 
 // Series returns the series of measurement m.
-func (c *StoreCatalog) Series(m string) []Series { return c.index().series[m] }
+func (x *catalogIndex) Series(m string) []Series { return x.series[m] }
+
+var _ Snapshot = (*catalogIndex)(nil)
 
 func (c *StoreCatalog) index() *catalogIndex {
 	tags := c.src.Tags()

@@ -135,7 +135,7 @@ func (e *run) measurementsOf(from *NameMatch) []string {
 		return out
 	}
 	var out []string
-	for _, m := range e.cat.Measurements() {
+	for _, m := range e.snapshot().Measurements() {
 		if from.Match(m) {
 			out = append(out, m)
 		}
@@ -145,7 +145,7 @@ func (e *run) measurementsOf(from *NameMatch) []string {
 
 // matching returns the series of m that satisfy cond.
 func (e *run) matching(m string, cond Expr) ([]Series, error) {
-	all := e.cat.Series(m)
+	all := e.snapshot().Series(m)
 	if cond == nil {
 		return all, nil
 	}
@@ -188,7 +188,7 @@ func (e *run) checkCond(all []Series, cond Expr) error {
 
 func (e *run) showMeasurements(s *ShowMeasurementsStatement) ([]Row, error) {
 	var names []string
-	for _, m := range e.cat.Measurements() {
+	for _, m := range e.snapshot().Measurements() {
 		if !s.Match.Match(m) {
 			continue
 		}
@@ -284,7 +284,7 @@ func (e *run) showFieldKeys(s *ShowFieldKeysStatement) ([]Row, error) {
 	var rows []Row
 	for _, m := range e.measurementsOf(s.From) {
 		set := map[string]bool{}
-		for _, se := range e.cat.Series(m) {
+		for _, se := range e.snapshot().Series(m) {
 			set[se.Field] = true
 		}
 		fields := sortedKeys(set)
