@@ -27,13 +27,17 @@ var _ TagLister = (*store.DB)(nil)
 //     if any, as tag keys.
 //
 // The index is rebuilt when the stored tags or their labels changed, so a
-// new tag is queryable as soon as its first value is stored.
+// new tag is queryable as soon as its first value is stored; with a store
+// that says when they changed (TagsGeneration), an unchanged catalog costs
+// a request no listing at all.
 type StoreCatalog struct {
 	src TagLister
 
-	mu   sync.Mutex
-	tags []store.TagInfo // what idx was built from
-	idx  *catalogIndex
+	mu    sync.Mutex
+	tags  []store.TagInfo // what idx was built from
+	idx   *catalogIndex
+	gen   uint64 // the store's TagsGeneration when tags was listed
+	genOK bool   // gen is known
 }
 
 type catalogIndex struct {
@@ -59,13 +63,33 @@ func (x *catalogIndex) Series(m string) []Series { return x.series[m] }
 
 var _ Snapshot = (*catalogIndex)(nil)
 
+// generationer is a TagLister that says when its listing changed, as
+// *store.DB does (TagsGeneration).
+type generationer interface {
+	TagsGeneration() uint64
+}
+
 func (c *StoreCatalog) index() *catalogIndex {
+	gen, hasGen := uint64(0), false
+	if g, ok := c.src.(generationer); ok {
+		// Read before listing: a change in between only costs a rebuild
+		// at the next request.
+		gen, hasGen = g.TagsGeneration(), true
+		c.mu.Lock()
+		if c.idx != nil && c.genOK && c.gen == gen {
+			idx := c.idx
+			c.mu.Unlock()
+			return idx
+		}
+		c.mu.Unlock()
+	}
 	tags := c.src.Tags()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.idx == nil || !sameTags(c.tags, tags) {
 		c.idx, c.tags = buildIndex(tags), tags
 	}
+	c.gen, c.genOK = gen, hasGen
 	return c.idx
 }
 

@@ -513,6 +513,17 @@ func (db *DB) HasTag(name string) bool {
 	return ok && s.has[id]
 }
 
+// TagsGeneration changes whenever what Tags lists changes, but for the
+// tags' first and last times: a tag gets its first sample or loses its
+// last one, or its labels change. A caller that keeps an index of the tags
+// and their labels rebuilds it only when this moved.
+func (db *DB) TagsGeneration() uint64 {
+	s := db.series
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.listGen
+}
+
 // Tags lists every tag with data.
 func (db *DB) Tags() []TagInfo {
 	s := db.series

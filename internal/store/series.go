@@ -38,6 +38,9 @@ type seriesTable struct {
 	// labelsGen counts label changes; savedGen is the count the series
 	// file holds.
 	labelsGen, savedGen uint64
+	// listGen counts the changes of what Tags lists: a tag getting its
+	// first sample or losing its last, and label changes.
+	listGen uint64
 }
 
 func newSeriesTable() *seriesTable {
@@ -83,6 +86,7 @@ func (s *seriesTable) getOrCreateLocked(name []byte) uint32 {
 func (s *seriesTable) observeLocked(id uint32, t int64, v float64, q model.Quality) {
 	if !s.has[id] {
 		s.has[id] = true
+		s.listGen++
 		s.latest[id] = model.Sample{T: t, V: v, Q: q}
 		s.first[id] = t
 		return

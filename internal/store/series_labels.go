@@ -91,6 +91,7 @@ func (s *seriesTable) setLabelsLocked(id uint32, ls model.Labels) {
 	}
 	s.labels[id] = ls
 	s.labelsGen++
+	s.listGen++
 }
 
 // maxInterned bounds the distinct label strings the series table shares
