@@ -53,7 +53,10 @@ type Answer struct {
 	// Busy is set when a statement was refused because the memory budget
 	// is full now; the statements after it were not run.
 	Busy bool
-	run  *run
+	// Failed is the store's failure (not the query's) that stopped a
+	// statement; the statements after it were not run.
+	Failed error
+	run    *run
 }
 
 // Release returns the memory the statements reserved.
@@ -73,6 +76,12 @@ func (e *Engine) Execute(ctx context.Context, stmts []Statement) *Answer {
 		rows, err := a.run.execute(ctx, s)
 		if errors.Is(err, errBusy{}) {
 			a.Busy = true
+			out.Err = err.Error()
+			break
+		}
+		var se *StoreError
+		if errors.As(err, &se) {
+			a.Failed = se.Err
 			out.Err = err.Error()
 			break
 		}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/pith-historian/pith/internal/store"
 )
 
 // Handler serves InfluxDB 1.x's /query: GET or POST with q (the
@@ -66,6 +68,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ans.Busy {
 		w.Header().Set("Retry-After", "2")
 		h.fail(w, useCSV, http.StatusServiceUnavailable, errBusy{}.Error())
+		return
+	}
+	if ans.Failed != nil {
+		status := http.StatusInternalServerError
+		if errors.Is(ans.Failed, store.ErrClosed) {
+			status = http.StatusServiceUnavailable
+		} else {
+			h.log.Error("influxql query failed", "err", ans.Failed)
+		}
+		h.fail(w, useCSV, status, "query failed: "+ans.Failed.Error())
 		return
 	}
 	results := ans.Results
@@ -145,10 +157,4 @@ func wantsCSV(r *http.Request) bool {
 		}
 	}
 	return false
-}
-
-// IsStoreError reports whether err came from the store rather than the query.
-func IsStoreError(err error) bool {
-	var se *StoreError
-	return errors.As(err, &se)
 }
