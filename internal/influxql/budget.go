@@ -43,6 +43,11 @@ type run struct {
 	budget Reserver
 	held   int64
 	snap   Snapshot // the catalog as the request found it, taken at first use
+
+	// The field condition of the SELECT being run: pred tests the samples
+	// of the aggregated field, rowCond the rows of a raw SELECT.
+	pred    func(float64) bool
+	rowCond Expr
 }
 
 // snapshot returns the request's view of the catalog.

@@ -174,8 +174,8 @@ func (e *run) matching(m string, cond Expr) ([]Series, error) {
 	return out, nil
 }
 
-// checkCond refuses a condition on field values, which Pith does not
-// evaluate (InfluxDB filters points by them).
+// checkCond refuses a condition on field values where only tags can be
+// compared (SHOW statements; SELECT takes them apart first).
 func (e *run) checkCond(all []Series, cond Expr) error {
 	for _, k := range condKeys(cond, nil) {
 		tag, field := false, false
@@ -189,7 +189,7 @@ func (e *run) checkCond(all []Series, cond Expr) error {
 			}
 		}
 		if field && !tag {
-			return &UnsupportedError{fmt.Sprintf("conditions on field values (%q) are not supported by Pith: filter on tags and time", k)}
+			return &UnsupportedError{fmt.Sprintf("conditions on field values (%q) are not supported here: filter on tags", k)}
 		}
 	}
 	return nil

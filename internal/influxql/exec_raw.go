@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -33,8 +34,9 @@ func (e *run) raw(tag string, from, to int64, limit int, budget *int) ([]model.S
 	return smp, nil
 }
 
-// rawColumn computes median, or first and last over several series, from
-// raw samples.
+// rawColumn computes a function from raw samples: median, first and last
+// over several series, and any function under a condition on the field's
+// values (only the samples passing e.pred count).
 func (e *run) rawColumn(fn string, members []Series, wd windows) ([]cell, error) {
 	cs := make([]cell, wd.n)
 	budget := e.opts.MaxRawSamples
@@ -48,35 +50,65 @@ func (e *run) rawColumn(fn string, members []Series, wd windows) ([]cell, error)
 			return nil, err
 		}
 		for _, x := range smp {
+			if e.pred != nil && !e.pred(x.V) {
+				continue
+			}
 			k := wd.index(x.T)
 			c := &cs[k]
+			first := !c.ok
+			c.ok = true
 			switch fn {
 			case "median":
 				vals[k] = append(vals[k], x.V)
-				c.ok = true
 			case "first":
-				if !c.ok || x.T < c.t {
-					c.ok, c.t, c.v = true, x.T, x.V
+				if first || x.T < c.t {
+					c.t, c.v = x.T, x.V
 				}
 			case "last":
-				if !c.ok || x.T > c.t {
-					c.ok, c.t, c.v = true, x.T, x.V
+				if first || x.T > c.t {
+					c.t, c.v = x.T, x.V
 				}
+			case "min":
+				if first || x.V < c.v || x.V == c.v && x.T < c.t {
+					c.t, c.v = x.T, x.V
+				}
+			case "max":
+				if first || x.V > c.v || x.V == c.v && x.T < c.t {
+					c.t, c.v = x.T, x.V
+				}
+			case "mean", "sum", "count":
+				c.sum, c.n = c.sum+x.V, c.n+1
+			case "spread":
+				if first {
+					c.lo, c.hi = x.V, x.V
+				}
+				c.lo, c.hi = math.Min(c.lo, x.V), math.Max(c.hi, x.V)
 			}
 		}
 	}
-	if fn == "median" {
-		for k, vs := range vals {
-			if len(vs) == 0 {
-				continue
-			}
+	for k := range cs {
+		c := &cs[k]
+		if !c.ok {
+			continue
+		}
+		switch fn {
+		case "median":
+			vs := vals[k]
 			sort.Float64s(vs)
 			m := len(vs) / 2
 			if len(vs)%2 == 1 {
-				cs[k].v = vs[m]
+				c.v = vs[m]
 			} else {
-				cs[k].v = (vs[m-1] + vs[m]) / 2
+				c.v = (vs[m-1] + vs[m]) / 2
 			}
+		case "mean":
+			c.v = c.sum / c.n
+		case "sum":
+			c.v = c.sum
+		case "count":
+			c.v = c.n
+		case "spread":
+			c.v = c.hi - c.lo
 		}
 	}
 	return cs, nil
@@ -295,6 +327,26 @@ func (e *run) rawRows(ctx context.Context, s *SelectStatement, keys []string, gr
 					}
 				}
 			}
+		}
+		if e.rowCond != nil {
+			kept := pts[:0]
+			for _, p := range pts {
+				ok, err := matchFields(e.rowCond, func(k string) (float64, bool) {
+					for c, sp := range specs {
+						if !sp.isTag && sp.key == k && p.vals[c].kind == vFloat {
+							return p.vals[c].f, true
+						}
+					}
+					return 0, false
+				})
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					kept = append(kept, p)
+				}
+			}
+			pts = kept
 		}
 		if len(pts) == 0 {
 			continue

@@ -38,7 +38,36 @@ func msRange(start, end int64) (int64, int64) {
 }
 
 func (e *run) selectRows(ctx context.Context, s *SelectStatement) ([]Row, error) {
-	all, err := e.matching(s.Measurement, s.Cond)
+	fields, tags := map[string]bool{}, map[string]bool{}
+	for _, se := range e.snapshot().Series(s.Measurement) {
+		fields[se.Field] = true
+		for _, k := range se.Keys {
+			tags[k] = true
+		}
+	}
+	tagCond, fieldCond, err := splitFieldCond(s.Cond, fields, tags)
+	if err != nil {
+		return nil, err
+	}
+	if fieldCond != nil {
+		// A condition on field values is answered from raw samples: on
+		// the aggregated field itself, or on the fields a raw SELECT
+		// returns.
+		fks := fieldKeys(fieldCond)
+		if s.Aggregate() {
+			for _, f := range s.Fields {
+				if len(fks) != 1 || f.Arg != fks[0] {
+					return nil, &UnsupportedError{"a condition on field values must be on the field the functions aggregate"}
+				}
+			}
+			if e.pred, err = samplePred(fieldCond, fks[0]); err != nil {
+				return nil, err
+			}
+		} else {
+			e.rowCond = fieldCond
+		}
+	}
+	all, err := e.matching(s.Measurement, tagCond)
 	if err != nil || len(all) == 0 {
 		return nil, err
 	}
@@ -341,7 +370,7 @@ func (e *run) column(fn string, members []Series, wd windows, selector bool) ([]
 	if len(members) == 0 {
 		return cs, nil
 	}
-	if fn == "median" || (len(members) > 1 && (fn == "first" || fn == "last") && !selector) {
+	if e.pred != nil || fn == "median" || (len(members) > 1 && (fn == "first" || fn == "last") && !selector) {
 		return e.rawColumn(fn, members, wd)
 	}
 	if selector {
