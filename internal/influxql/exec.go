@@ -10,8 +10,9 @@ import (
 // Options bound what one statement may cost.
 type Options struct {
 	// MaxRawSamples is the number of raw samples one statement may read:
-	// raw SELECTs, median(), and first()/last() over several series are
-	// answered from raw samples, everything else from the rollups.
+	// raw SELECTs, median(), first()/last() over several series and
+	// functions under a field condition are answered from raw samples,
+	// everything else from the rollups.
 	MaxRawSamples int
 	// MaxBuckets is the number of buckets (GROUP BY time() intervals times
 	// series) one statement may compute.

@@ -25,7 +25,7 @@ func (e *run) raw(tag string, from, to int64, limit int, budget *int) ([]model.S
 		return nil, &StoreError{Err: err}
 	}
 	if len(smp) > *budget {
-		return nil, &UnsupportedError{fmt.Sprintf("the statement reads more than %d raw samples (raw SELECT, median(), first() and last() over several series read raw samples): narrow the time range or add a LIMIT", e.opts.MaxRawSamples)}
+		return nil, &UnsupportedError{fmt.Sprintf("the statement reads more than %d raw samples (raw SELECT, median(), first() and last() over several series, and field conditions read raw samples): narrow the time range or add a LIMIT", e.opts.MaxRawSamples)}
 	}
 	*budget -= len(smp)
 	if err := e.take(int64(len(smp)) * rawSampleBytes); err != nil {
