@@ -49,14 +49,15 @@ const (
 // SelectStatement is SELECT ... FROM one measurement.
 type SelectStatement struct {
 	Fields      []SelectField
-	Measurement string   // the source; a retention policy or database prefix is dropped
-	Cond        Expr     // the tag condition, time comparisons removed; nil selects every series
-	Start, End  int64    // the time range in ns, inclusive
-	HasEnd      bool     // the query named an upper bound (otherwise GROUP BY time() ends at now())
-	Interval    int64    // GROUP BY time(Interval) in ns; 0 without it
-	Offset      int64    // GROUP BY time(Interval, Offset) in ns
-	GroupBy     []string // GROUP BY tag keys
-	GroupAll    bool     // GROUP BY *
+	Measurement string     // the source; a retention policy or database prefix is dropped
+	Sources     *NameMatch // several sources or a regular expression; Measurement is then empty
+	Cond        Expr       // the tag condition, time comparisons removed; nil selects every series
+	Start, End  int64      // the time range in ns, inclusive
+	HasEnd      bool       // the query named an upper bound (otherwise GROUP BY time() ends at now())
+	Interval    int64      // GROUP BY time(Interval) in ns; 0 without it
+	Offset      int64      // GROUP BY time(Interval, Offset) in ns
+	GroupBy     []string   // GROUP BY tag keys
+	GroupAll    bool       // GROUP BY *
 	Fill        FillMode
 	FillValue   float64
 	Limit       int   // LIMIT (0: none)

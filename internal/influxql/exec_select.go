@@ -38,6 +38,26 @@ func msRange(start, end int64) (int64, int64) {
 }
 
 func (e *run) selectRows(ctx context.Context, s *SelectStatement) ([]Row, error) {
+	if s.Sources == nil {
+		return e.selectFrom(ctx, s)
+	}
+	// Several measurements: each answers on its own, in name order.
+	var rows []Row
+	for _, m := range e.measurementsOf(s.Sources) {
+		one := *s
+		one.Measurement, one.Sources = m, nil
+		r, err := e.selectFrom(ctx, &one)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r...)
+	}
+	return rows, nil
+}
+
+// selectFrom answers a SELECT from one measurement.
+func (e *run) selectFrom(ctx context.Context, s *SelectStatement) ([]Row, error) {
+	e.pred, e.rowCond = nil, nil
 	fields, tags := map[string]bool{}, map[string]bool{}
 	for _, se := range e.snapshot().Series(s.Measurement) {
 		fields[se.Field] = true

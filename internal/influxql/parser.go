@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -214,13 +215,8 @@ func (p *parser) selectStatement() (Statement, error) {
 	if err := p.keyword("FROM"); err != nil {
 		return nil, err
 	}
-	m, err := p.measurement()
-	if err != nil {
+	if err := p.sources(s); err != nil {
 		return nil, err
-	}
-	s.Measurement = m
-	if p.peek().kind == tComma {
-		return nil, &UnsupportedError{"selecting from several measurements is not supported by Pith"}
 	}
 	if p.accept("WHERE") {
 		cond, err := p.expr(0)
@@ -348,19 +344,20 @@ func (p *parser) cast() {
 	}
 }
 
-// measurement reads a source: m, rp.m, db.rp.m or db..m; the database and
-// retention policy are ignored (Pith has one of each).
-func (p *parser) measurement() (string, error) {
+// measurement reads a source: m, rp.m, db.rp.m or db..m, or a regular
+// expression in their place; the database and retention policy are
+// ignored (Pith has one of each).
+func (p *parser) measurement() (string, *regexp.Regexp, error) {
 	t := p.peek()
 	if t.kind == tLParen {
-		return "", &UnsupportedError{"subqueries are not supported by Pith"}
+		return "", nil, &UnsupportedError{"subqueries are not supported by Pith"}
 	}
 	if t.kind == tDiv {
-		return "", &UnsupportedError{"regular expressions in FROM are not supported by Pith"}
+		return p.measurementRegex()
 	}
 	p.scan()
 	if t.kind != tIdent {
-		return "", p.expected(t, "identifier")
+		return "", nil, p.expected(t, "identifier")
 	}
 	name := t.text
 	for p.peek().kind == tDot {
@@ -369,15 +366,57 @@ func (p *parser) measurement() (string, error) {
 			continue
 		}
 		if p.peek().kind == tDiv {
-			return "", &UnsupportedError{"regular expressions in FROM are not supported by Pith"}
+			return p.measurementRegex()
 		}
 		n := p.scan()
 		if n.kind != tIdent {
-			return "", p.expected(n, "identifier")
+			return "", nil, p.expected(n, "identifier")
 		}
 		name = n.text
 	}
-	return name, nil
+	return name, nil, nil
+}
+
+func (p *parser) measurementRegex() (string, *regexp.Regexp, error) {
+	t, ok := p.regex()
+	if !ok {
+		return "", nil, p.expected(p.peek(), "regex")
+	}
+	re, err := regexp.Compile(t.text)
+	if err != nil {
+		return "", nil, p.errAt(t.pos, "invalid regular expression: %v", err)
+	}
+	return "", re, nil
+}
+
+// sources reads the FROM list of a SELECT: one measurement, several, or
+// one regular expression.
+func (p *parser) sources(s *SelectStatement) error {
+	var names []string
+	for {
+		m, re, err := p.measurement()
+		if err != nil {
+			return err
+		}
+		if re != nil {
+			if names != nil || p.peek().kind == tComma {
+				return &UnsupportedError{"a regular expression beside other sources in FROM is not supported by Pith"}
+			}
+			s.Sources = &NameMatch{Regex: re}
+			return nil
+		}
+		names = append(names, m)
+		if p.peek().kind != tComma {
+			break
+		}
+		p.scan()
+	}
+	if len(names) == 1 {
+		s.Measurement = names[0]
+	} else {
+		s.Sources = &NameMatch{Names: names}
+	}
+	return nil
 }
 
 func (p *parser) groupBy(s *SelectStatement) error {

@@ -109,27 +109,21 @@ func (p *parser) showFrom() (*NameMatch, error) {
 	if !p.accept("FROM") {
 		return nil, nil
 	}
-	if t, ok := p.regex(); ok {
-		re, err := regexp.Compile(t.text)
-		if err != nil {
-			return nil, p.errAt(t.pos, "invalid regular expression: %v", err)
-		}
-		return &NameMatch{Regex: re}, nil
-	}
-	m, err := p.measurement()
-	if err != nil {
-		return nil, err
-	}
-	names := []string{m}
-	for p.peek().kind == tComma {
-		p.scan()
-		m, err := p.measurement()
+	var names []string
+	for {
+		m, re, err := p.measurement()
 		if err != nil {
 			return nil, err
 		}
+		if re != nil {
+			return &NameMatch{Regex: re}, nil
+		}
 		names = append(names, m)
+		if p.peek().kind != tComma {
+			return &NameMatch{Names: names}, nil
+		}
+		p.scan()
 	}
-	return &NameMatch{Names: names}, nil
 }
 
 // nameMatch reads the operator and operand of WITH MEASUREMENT or WITH
