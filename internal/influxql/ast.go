@@ -21,6 +21,7 @@ func (*SelectStatement) statement()                {}
 func (*ShowMeasurementsStatement) statement()      {}
 func (*ShowTagKeysStatement) statement()           {}
 func (*ShowTagValuesStatement) statement()         {}
+func (*ShowSeriesStatement) statement()            {}
 func (*ShowFieldKeysStatement) statement()         {}
 func (*ShowDatabasesStatement) statement()         {}
 func (*ShowRetentionPoliciesStatement) statement() {}
@@ -122,6 +123,14 @@ type ShowTagValuesStatement struct {
 // ShowFieldKeysStatement is SHOW FIELD KEYS [FROM m] [LIMIT] [OFFSET].
 type ShowFieldKeysStatement struct {
 	From       *NameMatch
+	Limit, Off int
+}
+
+// ShowSeriesStatement is SHOW SERIES [FROM m] [WHERE ...] [LIMIT] [OFFSET]:
+// the series keys (measurement and tag set) of the stored series.
+type ShowSeriesStatement struct {
+	From       *NameMatch
+	Cond       Expr
 	Limit, Off int
 }
 

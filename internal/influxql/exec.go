@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Options bound what one statement may cost.
@@ -114,6 +115,8 @@ func (e *run) execute(ctx context.Context, s Statement) ([]Row, error) {
 		return e.showTagValues(s)
 	case *ShowFieldKeysStatement:
 		return e.showFieldKeys(s)
+	case *ShowSeriesStatement:
+		return e.showSeries(s)
 	case *ShowDatabasesStatement:
 		return []Row{{Name: "databases", Columns: []string{"name"}, Values: [][]Value{{stringV("pith")}}}}, nil
 	case *ShowRetentionPoliciesStatement:
@@ -318,4 +321,41 @@ func sortedKeys(set map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func (e *run) showSeries(s *ShowSeriesStatement) ([]Row, error) {
+	var keys []string
+	for _, m := range e.measurementsOf(s.From) {
+		ss, err := e.matching(m, s.Cond)
+		if err != nil {
+			return nil, err
+		}
+		set := map[string]bool{}
+		for _, se := range ss {
+			var b strings.Builder
+			b.WriteString(escapeMeasurement(m))
+			for i, k := range se.Keys {
+				b.WriteByte(',')
+				b.WriteString(escapeTag(k))
+				b.WriteByte('=')
+				b.WriteString(escapeTag(se.Values[i]))
+			}
+			set[b.String()] = true
+		}
+		keys = append(keys, sortedKeys(set)...)
+	}
+	lo, hi := window(len(keys), s.Limit, s.Off)
+	if lo >= hi {
+		return nil, nil
+	}
+	row := Row{Columns: []string{"key"}}
+	for _, k := range keys[lo:hi] {
+		row.Values = append(row.Values, []Value{stringV(k)})
+	}
+	return []Row{row}, nil
+}
+
+// escapeMeasurement escapes a measurement name as line protocol does.
+func escapeMeasurement(s string) string {
+	return strings.NewReplacer(",", `\,`, " ", `\ `).Replace(s)
 }

@@ -87,7 +87,19 @@ func (p *parser) showStatement() (Statement, error) {
 		}
 		p.onDatabase()
 		return &ShowRetentionPoliciesStatement{}, nil
-	case t.is("SERIES"), t.is("USERS"), t.is("STATS"), t.is("DIAGNOSTICS"), t.is("SHARDS"), t.is("SHARD"),
+	case t.is("SERIES"):
+		s := &ShowSeriesStatement{}
+		p.onDatabase()
+		var err error
+		if s.From, err = p.showFrom(); err != nil {
+			return nil, err
+		}
+		if s.Cond, err = p.showWhere(); err != nil {
+			return nil, err
+		}
+		s.Limit, s.Off, err = p.limitOffset()
+		return s, err
+	case t.is("USERS"), t.is("STATS"), t.is("DIAGNOSTICS"), t.is("SHARDS"), t.is("SHARD"),
 		t.is("QUERIES"), t.is("CONTINUOUS"), t.is("SUBSCRIPTIONS"), t.is("GRANTS"), t.is("MEASUREMENT"), t.is("TAG"):
 		return nil, &UnsupportedError{fmt.Sprintf("SHOW %s is not supported by Pith", strings.ToUpper(t.text))}
 	}

@@ -67,7 +67,7 @@ func TestParseRefusals(t *testing.T) {
 		{"SELECT mean(*) FROM m", "mean(*)", true},
 		{"SELECT x FROM m GROUP BY time(1m)", "GROUP BY requires at least one aggregate", true},
 		{"SELECT percentile(x, 95) FROM m", "percentile() is not supported", true},
-		{"SHOW SERIES", "SHOW SERIES is not supported", true},
+		{"SHOW USERS", "SHOW USERS is not supported", true},
 		{"CREATE USER u WITH PASSWORD 'p'", "only CREATE DATABASE", true},
 		{"SELECT x FROM m LIMIT -1", "expected integer", false},
 		{"SELECT x FROM m WHERE " + strings.Repeat("(", 300) + "a = 'b'" + strings.Repeat(")", 300), "nested too deeply", false},
