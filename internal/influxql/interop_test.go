@@ -234,6 +234,7 @@ func TestInteropNodeClient(t *testing.T) {
 			Answers   map[string]nodeAnswer `json:"answers"`
 		} `json:"results"`
 		Measurements map[string][]string `json:"measurements"`
+		Series       map[string][]string `json:"series"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	dec.UseNumber()
@@ -265,6 +266,9 @@ func TestInteropNodeClient(t *testing.T) {
 	}
 	if !reflect.DeepEqual(res.Measurements["influxdb"], res.Measurements["pith"]) {
 		t.Errorf("getMeasurements: InfluxDB %v, Pith %v", res.Measurements["influxdb"], res.Measurements["pith"])
+	}
+	if len(res.Series["pith"]) == 0 || !reflect.DeepEqual(res.Series["influxdb"], res.Series["pith"]) {
+		t.Errorf("getSeries: InfluxDB %v, Pith %v", res.Series["influxdb"], res.Series["pith"])
 	}
 	t.Logf("%d statements through the influx npm client: InfluxDB and Pith agree", len(res.Results))
 }

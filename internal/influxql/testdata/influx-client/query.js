@@ -65,11 +65,13 @@ async function main() {
     results.push(r);
   }
   const measurements = {};
+  const series = {};
   for (const s of plan.servers) {
     const client = new Influx.InfluxDB({ host: s.host, port: s.port, database: s.database });
     measurements[s.name] = await client.getMeasurements();
+    series[s.name] = await client.getSeries();
   }
-  process.stdout.write(JSON.stringify({ results, measurements }) + "\n");
+  process.stdout.write(JSON.stringify({ results, measurements, series }) + "\n");
 }
 
 main().catch((e) => {
