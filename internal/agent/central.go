@@ -29,6 +29,8 @@ type centralWriter interface {
 	// Delete removes the samples of tag in [from, to), Unix ms, and
 	// returns how many there were.
 	Delete(ctx context.Context, tag string, from, to int64) (int64, error)
+	// SetLabels keeps tag labels with the store's series.
+	SetLabels(ctx context.Context, series []model.Series) error
 }
 
 var _ centralWriter = (*store.DB)(nil)
@@ -53,7 +55,7 @@ func startCentral(ctx context.Context, c config.Central, db centralWriter, log *
 			wait := centralRetryMin
 			for ctx.Err() == nil {
 				start := time.Now()
-				err := forward.Consume(ctx, c.NATS, c.Subjects, c.Durable, forward.Handlers{Points: w.sink(ctx), Delete: w.delete(ctx)}, log.With("worker", i))
+				err := forward.Consume(ctx, c.NATS, c.Subjects, c.Durable, forward.Handlers{Points: w.sink(ctx), Delete: w.delete(ctx), Labels: w.labels(ctx)}, log.With("worker", i))
 				if ctx.Err() != nil {
 					return
 				}
@@ -134,6 +136,31 @@ func (w *centralWorker) delete(ctx context.Context) forward.DeleteFunc {
 		}
 		w.log.Info("applied an edge's delete", "tag", name, "from", from, "to", to, "samples", n)
 		return nil
+	}
+}
+
+// labels returns the forward.LabelsFunc of w: an edge's tag labels kept
+// for "<site>.<tag>", with the label _site=<site> added, so that the same
+// series scraped at two sites stays two series in PromQL. Labels the store
+// refuses (a name too long once prefixed) are logged and skipped, so they
+// cannot hold up the stream.
+func (w *centralWorker) labels(ctx context.Context) forward.LabelsFunc {
+	return func(site string, series []model.Series) error {
+		out := make([]model.Series, len(series))
+		for i, x := range series {
+			ls := x.Labels
+			if len(ls) > 0 {
+				ls = append(ls.Clone(), model.Label{Name: model.LabelSite, Value: site}).Sorted()
+			}
+			out[i] = model.Series{Tag: site + "." + x.Tag, Labels: ls}
+		}
+		err := w.db.SetLabels(ctx, out)
+		var pe *model.PointError
+		if errors.As(err, &pe) {
+			w.log.Error("central store refused an edge's labels; skipping them", "site", site, "tag", pe.Tag, "err", pe.Err)
+			return nil
+		}
+		return err
 	}
 }
 

@@ -38,6 +38,8 @@ func (w *countingWriter) Delete(ctx context.Context, tag string, from, to int64)
 	return w.db.Delete(ctx, tag, from, to)
 }
 
+func (w *countingWriter) SetLabels(context.Context, []model.Series) error { return nil }
+
 // benchBatch is batch i of 10,000 points: 100 tags, 100 samples each.
 func benchBatch(i int, names []string) []model.Point {
 	pts := make([]model.Point, 0, 10000)

@@ -225,7 +225,7 @@ func streamCounts(t testing.TB, natsURL, subject, prefix string) map[pointKey]in
 		if err != nil {
 			t.Fatalf("read stream message %d of %s: %v", seq, subject, err)
 		}
-		if len(m.Data) == 0 { // a delete message
+		if len(m.Data) == 0 || m.Header.Get("Pith-Op") == "labels" { // a delete or labels message
 			seq = m.Sequence + 1
 			continue
 		}

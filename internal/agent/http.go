@@ -14,6 +14,7 @@ import (
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/diag"
+	"github.com/pith-historian/pith/internal/influxql"
 	"github.com/pith-historian/pith/internal/ingest"
 	"github.com/pith-historian/pith/internal/netaddr"
 	"github.com/pith-historian/pith/internal/plant"
@@ -237,7 +238,9 @@ func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *di
 	lp := ingest.NewLineProtocol(wr, lpo)
 	mux.Handle("/write", lp)
 	mux.Handle("/api/v2/write", lp)
-	mux.HandleFunc("/query", lp.Query)
+	io := influxql.DefaultOptions()
+	io.Budget = budget
+	mux.Handle("/query", influxql.NewHandler(influxql.NewEngine(db, influxql.NewStoreCatalog(db), io), nil, log))
 	mux.HandleFunc("/ping", lp.Ping)
 	eo := ingest.DefaultEmoncmsOptions()
 	eo.Gate, eo.Logger = gate, log

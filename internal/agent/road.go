@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/pith-historian/pith/internal/api"
+	"github.com/pith-historian/pith/internal/archive"
 	"github.com/pith-historian/pith/internal/ingest"
 	"github.com/pith-historian/pith/internal/model"
 	"github.com/pith-historian/pith/internal/store"
@@ -55,6 +56,18 @@ func newRoad(db *store.DB, tab *tag.Table) *road {
 func (r *road) Write(ctx context.Context, pts []model.Point) error {
 	return r.tab.Write(ctx, pts, pushSource)
 }
+
+// SetLabels is the road of pushed labels: the tag table keeps them on the
+// tags' definitions and hands them to the store, which keeps them with its
+// series (ingest.Labeler).
+func (r *road) SetLabels(ctx context.Context, series []model.Series) error {
+	return r.tab.Label(ctx, series)
+}
+
+var (
+	_ ingest.Labeler = (*road)(nil)
+	_ tag.LabelSink  = (*archive.Queue)(nil)
+)
 
 // Begin starts an import.
 func (r *road) Begin() api.Tx {

@@ -52,7 +52,7 @@ var scopeTable = map[string]struct{ get, post string }{
 	"/api/v1/write":            {"read", "write"},
 	"/write":                   {"write", "write"},
 	"/api/v2/write":            {"write", "write"},
-	"/query":                   {"write", "write"},
+	"/query":                   {"read", "read"},
 	"/ping":                    {"read", "admin"},
 	"/input/":                  {"write", "write"},
 	"/api/v1/query":            {"read", "read"},

@@ -266,10 +266,12 @@ func ScopeFor(method, path string) Scope {
 	switch {
 	case path == "/api/v1/control", strings.HasPrefix(path, "/api/v1/admin/"):
 		return ScopeAdmin
-	case strings.HasPrefix(path, "/input/"), path == "/write", path == "/api/v2/write", path == "/query":
-		// /query is InfluxDB's, which Pith answers only for the CREATE
-		// DATABASE that Telegraf sends with its write key at start.
+	case strings.HasPrefix(path, "/input/"), path == "/write", path == "/api/v2/write":
 		return ScopeWrite
+	case path == "/query":
+		// InfluxQL reads (Grafana's InfluxDB datasource); the CREATE
+		// DATABASE Telegraf sends at start changes nothing.
+		return ScopeRead
 	case path == "/api/v1/import", path == "/api/v1/write", path == "/api/v1/track", path == "/api/v1/events":
 		if method == http.MethodGet || method == http.MethodHead {
 			return ScopeRead // a 405 answer; do not make readers think they lack a key

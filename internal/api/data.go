@@ -191,16 +191,37 @@ func (s *Server) handleTags(w http.ResponseWriter, r *http.Request) {
 		b = strconv.AppendInt(b, t.First, 10)
 		b = append(b, `,"last":`...)
 		b = strconv.AppendInt(b, t.Last, 10)
+		ls := t.Labels
 		if s.opts.Meta != nil {
 			if m, ok := s.opts.Meta(t.Name); ok {
 				b = appendMeta(b, m)
+				if len(ls) == 0 {
+					ls = m.Labels
+				}
 			}
+		}
+		if len(ls) > 0 {
+			b = appendLabels(b, ls)
 		}
 		b = append(b, '}')
 	}
 	b = append(b, "]}"...)
 	*buf = b
 	writeJSON(w, http.StatusOK, b)
+}
+
+// appendLabels appends `,"labels":{"name":"value",...}` in label order.
+func appendLabels(b []byte, ls model.Labels) []byte {
+	b = append(b, `,"labels":{`...)
+	for i, l := range ls {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonenc.AppendString(b, l.Name)
+		b = append(b, ':')
+		b = jsonenc.AppendString(b, l.Value)
+	}
+	return append(b, '}')
 }
 
 // appendMeta appends the non-empty metadata fields, each led by a comma.

@@ -137,6 +137,20 @@ func TestTags(t *testing.T) {
 			`{"name":"b.y","first":2000,"last":2000}]}`)
 }
 
+// TestTagsLabels checks that /api/v1/tags shows labels, the store's
+// before the tag table's.
+func TestTagsLabels(t *testing.T) {
+	opts := DefaultOptions()
+	opts.Meta = func(tag string) (TagMeta, bool) {
+		return TagMeta{Source: "push", Labels: model.LabelsFrom("from", "table")}, true
+	}
+	st, h := loadedServer(t, opts)
+	st.labels = map[string]model.Labels{"a.x": model.LabelsFrom("__name__", "up", "job", `pi "3"`)}
+	wantJSON(t, do(t, h, http.MethodGet, "/api/v1/tags", nil, nil), http.StatusOK,
+		`{"tags":[{"name":"a.x","first":1000,"last":3000,"source":"push","labels":{"__name__":"up","job":"pi \"3\""}},`+
+			`{"name":"b.y","first":2000,"last":2000,"source":"push","labels":{"from":"table"}}]}`)
+}
+
 func TestEmptyStore(t *testing.T) {
 	h := NewServer(newFakeStore(), DefaultOptions(), nil).Handler()
 	wantJSON(t, do(t, h, http.MethodGet, "/api/v1/tags", nil, nil), http.StatusOK, `{"tags":[]}`)

@@ -27,6 +27,7 @@ type fakeStore struct {
 	commitErr error // returned by Tx.Commit when set
 	discard   bool  // count points but keep none (benchmarks, big bodies)
 	onAdd     func()
+	labels    map[string]model.Labels // TagInfo.Labels by tag
 }
 
 func newFakeStore() *fakeStore { return &fakeStore{data: map[string][]model.Sample{}} }
@@ -208,7 +209,7 @@ func (s *fakeStore) Tags() []store.TagInfo {
 	defer s.mu.Unlock()
 	var out []store.TagInfo
 	for t, ss := range s.data {
-		ti := store.TagInfo{Name: t}
+		ti := store.TagInfo{Name: t, Labels: s.labels[t]}
 		if len(ss) > 0 {
 			ti.First, ti.Last = ss[0].T, ss[len(ss)-1].T
 		}

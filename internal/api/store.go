@@ -94,6 +94,9 @@ type TagMeta struct {
 	// the protocol has one: the raw OPC UA status code, such as
 	// "UncertainLastUsableValue (0x40900000)".
 	Status string
+	// Labels are the tag's labels as the tag table holds them; the
+	// store's (TagInfo.Labels) win when it has any.
+	Labels model.Labels
 }
 
 // MetaFunc returns the metadata of a tag; ok is false when it has none.

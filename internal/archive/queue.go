@@ -412,3 +412,27 @@ func (q *Queue) write(pts []model.Point) error {
 		backoff = min(2*backoff, q.opts.RetryMax)
 	}
 }
+
+// Labeler is the store side of tag labels, implemented by *store.DB.
+type Labeler interface {
+	// SetLabels makes each series' labels durable; it is called from many
+	// goroutines at once and must not keep series (it may keep the Labels
+	// in it, which nobody modifies).
+	SetLabels(ctx context.Context, series []model.Series) error
+}
+
+var _ Labeler = (*store.DB)(nil)
+
+// errNoLabeler is returned by SetLabels when the queue's writer keeps no
+// labels.
+var errNoLabeler = errors.New("the archive keeps no labels")
+
+// SetLabels hands tag labels to the store, which keeps them durably with
+// its series (no queue: labels are rare, and the caller waits).
+func (q *Queue) SetLabels(ctx context.Context, series []model.Series) error {
+	l, ok := q.w.(Labeler)
+	if !ok {
+		return errNoLabeler
+	}
+	return l.SetLabels(ctx, series)
+}

@@ -32,10 +32,16 @@ type SinkFunc func(site string, pts []model.Point) error
 // delete is durable: the message is then acknowledged.
 type DeleteFunc func(site, tag string, from, to int64) error
 
+// LabelsFunc applies tag labels published by site (tags as the site names
+// them). Returning nil means they are durable: the message is then
+// acknowledged.
+type LabelsFunc func(site string, series []model.Series) error
+
 // Handlers are what Consume calls for each message.
 type Handlers struct {
 	Points SinkFunc   // a batch of points; required
 	Delete DeleteFunc // a delete; nil acknowledges and logs delete messages unapplied
+	Labels LabelsFunc // tag labels; nil acknowledges labels messages unapplied
 }
 
 // Consume pulls batches from the JetStream stream holding subjects with
@@ -151,9 +157,14 @@ func (g *consumeGroup) add(ctx context.Context, m jetstream.Msg) {
 	if len(g.msgs) > 0 && (site != g.site || len(g.pts) >= consumeGroupPoints) {
 		g.flush(ctx)
 	}
-	if m.Headers().Get(natsOpHeader) == natsOpDelete {
+	switch m.Headers().Get(natsOpHeader) {
+	case natsOpDelete:
 		g.flush(ctx)
 		consumeDelete(ctx, m, g.h, g.log)
+		return
+	case natsOpLabels:
+		g.flush(ctx)
+		consumeLabels(ctx, m, g.h, g.log)
 		return
 	}
 	n := len(g.pts)
@@ -215,6 +226,29 @@ func consumeDelete(ctx context.Context, m jetstream.Msg, h Handlers, log *slog.L
 	if err := m.DoubleAck(ctx); err != nil {
 		// The message will come again; deletes are idempotent.
 		log.Warn("ack message", "err", err)
+	}
+}
+
+// consumeLabels applies the labels message m with h and acknowledges it,
+// naks it when h fails, or terminates it when it does not decode.
+func consumeLabels(ctx context.Context, m jetstream.Msg, h Handlers, log *slog.Logger) {
+	site := siteOf(m.Subject())
+	series, err := decodeLabels(m.Data())
+	if err != nil {
+		terminate(m, err, log)
+		return
+	}
+	if h.Labels != nil {
+		if err := h.Labels(site, series); err != nil {
+			log.Warn("sink refused labels; redelivering later", "site", site, "tags", len(series), "err", err)
+			if err := m.NakWithDelay(consumeNakDelay); err != nil {
+				log.Warn("nak message", "err", err)
+			}
+			return
+		}
+	}
+	if err := m.DoubleAck(ctx); err != nil {
+		log.Warn("ack message", "err", err) // labels are idempotent
 	}
 }
 

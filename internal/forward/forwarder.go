@@ -287,6 +287,8 @@ func toBatch(site string, sb store.Batch) Batch {
 			out.Points = e.Points
 		case store.EntryDelete:
 			out.Delete = &Delete{Tag: e.Tag, From: e.From, To: e.To}
+		case store.EntryLabels:
+			out.Labels = e.Series
 		}
 	}
 	b.ID = b.Entries[0].ID

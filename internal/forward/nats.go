@@ -167,7 +167,8 @@ func (s *NATSSink) connect(ctx context.Context) error {
 // Send publishes every entry of b (asynchronously, then waits for every
 // ack): a points entry as one message (or natsMaxEntryPoints-point parts
 // of it) with Nats-Msg-Id the entry id (parts "<id>+<k>" from k = 1), a
-// delete as a message with header Pith-Op "delete". The stream drops a
+// delete as a message with header Pith-Op "delete", labels as one with
+// Pith-Op "labels". The stream drops a
 // message whose id it has seen within its duplicate window, so a batch
 // resent after a lost ack or a crash adds nothing. A message larger than
 // the server's payload limit, or one the stream refuses for its size, is
@@ -183,6 +184,12 @@ func (s *NATSSink) Send(ctx context.Context, b Batch) error {
 		e := &b.Entries[i]
 		if e.Delete != nil {
 			if err := s.publish(ctx, deleteMsg(s.subject, e.Delete), e.ID); err != nil {
+				return err
+			}
+			continue
+		}
+		if e.Labels != nil {
+			if err := s.publish(ctx, labelsMsg(s.subject, e.Labels), e.ID); err != nil {
 				return err
 			}
 			continue

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -70,6 +71,11 @@ type PostgresSink struct {
 	table  string // quoted, schema-qualified when given
 	upsert string // the staging-to-table statement
 	delete string // the statement applying a forwarded delete
+	// labels is the quoted name of the labels table (the table's name
+	// with "_labels" appended, same schema), created on the first labels
+	// entry; labelsReady says it exists.
+	labels      string
+	labelsReady bool
 
 	mu     sync.Mutex
 	conn   *pgconn.PgConn
@@ -109,12 +115,15 @@ func NewPostgresSink(opts PostgresOptions, log *slog.Logger) (*PostgresSink, err
 		cfg.ConnectTimeout = pgConnectTimeout
 	}
 	table := ident.Sanitize()
+	lident := append(pgIdent(nil), ident...)
+	lident[len(lident)-1] += "_labels"
 	s := &PostgresSink{
-		opts:  opts,
-		log:   log,
-		cfg:   cfg,
-		ident: ident,
-		table: table,
+		labels: lident.Sanitize(),
+		opts:   opts,
+		log:    log,
+		cfg:    cfg,
+		ident:  ident,
+		table:  table,
 		// The WHERE clause skips rows a replay would rewrite with the same
 		// values, so a resent batch leaves no dead row versions behind.
 		upsert: "INSERT INTO " + table + " AS dst (tag, ts, value, quality)" +
@@ -194,6 +203,13 @@ func (s *PostgresSink) write(ctx context.Context, entries []Entry) (err error) {
 		}
 	}()
 	for len(entries) > 0 {
+		if ls := entries[0].Labels; ls != nil {
+			if err := s.writeLabels(ctx, ls); err != nil {
+				return err
+			}
+			entries = entries[1:]
+			continue
+		}
 		if d := entries[0].Delete; d != nil {
 			if err := s.execParams(ctx, s.delete, pgText(siteTag(s.opts.Site, d.Tag)), pgTime(d.From), pgTime(d.To)); err != nil {
 				return fmt.Errorf("delete %s [%d, %d) from %s: %w", d.Tag, d.From, d.To, s.table, err)
@@ -202,7 +218,7 @@ func (s *PostgresSink) write(ctx context.Context, entries []Entry) (err error) {
 			continue
 		}
 		s.pts = s.pts[:0]
-		for len(entries) > 0 && entries[0].Delete == nil {
+		for len(entries) > 0 && entries[0].Delete == nil && entries[0].Labels == nil {
 			s.pts = append(s.pts, entries[0].Points...)
 			entries = entries[1:]
 		}
@@ -218,6 +234,35 @@ func (s *PostgresSink) write(ctx context.Context, entries []Entry) (err error) {
 	if err := s.exec(ctx, "COMMIT"); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	return nil
+}
+
+// writeLabels upserts each tag's labels into the labels table, a JSON
+// object per tag (docs/format/forward.md), creating the table first.
+func (s *PostgresSink) writeLabels(ctx context.Context, series []model.Series) error {
+	if !s.labelsReady {
+		if err := s.exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.labels+` (
+	tag text COLLATE "C" PRIMARY KEY,
+	labels jsonb NOT NULL)`); err != nil {
+			return fmt.Errorf("create table %s: %w", s.labels, err)
+		}
+	}
+	for _, x := range series {
+		m := make(map[string]string, len(x.Labels))
+		for _, l := range x.Labels {
+			m[l.Name] = l.Value
+		}
+		js, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("encode labels of %s: %w", x.Tag, err)
+		}
+		if err := s.execParams(ctx, "INSERT INTO "+s.labels+" AS dst (tag, labels) VALUES ($1, $2::jsonb)"+
+			" ON CONFLICT (tag) DO UPDATE SET labels = EXCLUDED.labels WHERE dst.labels IS DISTINCT FROM EXCLUDED.labels",
+			pgText(siteTag(s.opts.Site, x.Tag)), pgText(string(js))); err != nil {
+			return fmt.Errorf("upsert labels of %s into %s: %w", x.Tag, s.labels, err)
+		}
+	}
+	s.labelsReady = true // failed clears it when the transaction does not commit
 	return nil
 }
 
@@ -310,6 +355,8 @@ func (s *PostgresSink) Upserts() uint64 { return s.upserts.Load() }
 // batch permanently; an error without a server answer drops the
 // connection, which is dialled again on the next send.
 func (s *PostgresSink) failed(err error) error {
+	// A labels table created in the failed transaction is gone with it.
+	s.labelsReady = false
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		if strings.HasPrefix(pe.Code, pgSQLStateDataClass) || strings.HasPrefix(pe.Code, pgSQLStateConstraints) {

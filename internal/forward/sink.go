@@ -39,6 +39,10 @@ type Entry struct {
 	ID     string
 	Points []model.Point // in write order; nil for a delete
 	Delete *Delete       // a committed delete; nil for points
+	// Labels are committed tag labels (each tag with its new labels); nil
+	// for points and deletes. Sinks whose upstream keeps tag metadata send
+	// them (NATS, hence a central Pith; PostgreSQL); the others skip them.
+	Labels []model.Series
 }
 
 // Delete removes the samples of Tag in [From, To), Unix ms.

@@ -109,7 +109,7 @@ func (h *Emoncms) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		pts, err = st.bulk(p, now)
 	}
 	if err == nil {
-		err = commit(r.Context(), h.sink, h.opts.Gate, pts)
+		err = commit(r.Context(), h.sink, h.opts.Gate, pts, nil)
 	}
 	switch {
 	case err == nil:

@@ -105,14 +105,26 @@ func readAllLimit(dst []byte, r io.Reader, limit int64) ([]byte, error) {
 }
 
 // commit admits pts through the tag gate and writes them.
-func commit(ctx context.Context, sink Sink, gate *TagGate, pts []model.Point) error {
+func commit(ctx context.Context, sink Sink, gate *TagGate, pts []model.Point, labels *pendingLabels) error {
 	if len(pts) == 0 {
 		return nil
 	}
 	if err := gate.Admit(pts); err != nil {
 		return err
 	}
-	return sink.Write(ctx, pts)
+	// Labels first: a point is never acknowledged without its tag's
+	// labels. Labels stored for a write that then fails stay with their
+	// tags, which is what the next attempt sets again.
+	if err := setLabels(ctx, sink, labels); err != nil {
+		return err
+	}
+	if err := sink.Write(ctx, pts); err != nil {
+		return err
+	}
+	if labels != nil {
+		labels.done()
+	}
+	return nil
 }
 
 // writeStatus picks the HTTP status for an error of commit or of reading

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/pith-historian/pith/internal/model"
@@ -36,9 +35,9 @@ func DefaultLineProtocolOptions() LineProtocolOptions {
 //	POST /write?db=&precision=                (1.x: n|ns, u|us, ms, s, m, h)
 //	POST /api/v2/write?org=&bucket=&precision= (2.x: ns, us, ms, s)
 //
-// Mount the same handler on both paths; mount Query on /query and Ping on
-// /ping. db, org and bucket are accepted and ignored: the tag name alone
-// says where a value goes (docs/design/0002-tag-names.md).
+// Mount the same handler on both paths and Ping on /ping (/query is
+// internal/influxql's). db, org and bucket are accepted and ignored: the
+// tag name alone says where a value goes (docs/design/0002-tag-names.md).
 //
 // A line `measurement,k1=v1,k2=v2 f1=1,f2=2i ts` gives one point per
 // numeric field, named measurement.v1.v2.f1 (tag values in key order).
@@ -67,6 +66,8 @@ type lpState struct {
 	lines []int32 // the body line of each point, to name a refused one
 	namer namer
 	key   []byte // scratch: series key + ' ' + field key
+	// labels are the labels of the series new to namer in this request.
+	labels pendingLabels
 }
 
 // NewLineProtocol returns the handler writing to sink.
@@ -116,7 +117,7 @@ func (h *LineProtocol) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, http.StatusBadRequest, err.Error(), line)
 		return
 	}
-	if err := commit(r.Context(), h.sink, h.opts.Gate, points); err != nil {
+	if err := commit(r.Context(), h.sink, h.opts.Gate, points, &st.labels); err != nil {
 		line := 0
 		var pe *model.PointError
 		if errors.As(err, &pe) && pe.Index < len(st.lines) {
@@ -147,6 +148,7 @@ func (h *LineProtocol) put(st *lpState) {
 	clear(st.pts) // the pool must not pin tag strings of old bodies
 	st.pts = st.pts[:0]
 	st.lines = st.lines[:0]
+	st.labels.reset()
 	if st.retained() > poolKeepBytes {
 		return // do not pin one huge body
 	}
@@ -168,6 +170,7 @@ func (h *LineProtocol) fail(w http.ResponseWriter, status int, msg string, line 
 // first error as a *LineError.
 func (st *lpState) convert(body []byte, mul, div, nowMs int64) ([]model.Point, int, error) {
 	st.rows.Reset()
+	st.labels.reset()
 	if err := st.rows.Unmarshal(body); err != nil {
 		return nil, 0, err
 	}
@@ -191,7 +194,7 @@ func (st *lpState) convert(body []byte, mul, div, nowMs int64) ([]model.Point, i
 			// Names are cached by the raw series and field key: a series
 			// met before costs one copy and one map lookup, not the rule.
 			st.key = append(append(append(st.key[:0], row.SeriesKey...), ' '), f.Key...)
-			name, ok := st.namer.lookup(st.key)
+			e, ok := st.namer.lookupEntry(st.key)
 			if !ok {
 				nb := &st.namer
 				nb.Reset()
@@ -201,36 +204,23 @@ func (st *lpState) convert(body []byte, mul, div, nowMs int64) ([]model.Point, i
 				}
 				nb.Add(f.Key)
 				var err error
-				if name, err = nb.remember(st.key); err != nil {
+				if e, err = nb.rememberEntry(st.key); err != nil {
 					return nil, 0, &LineError{Line: row.Line, Err: err}
 				}
 			}
-			pts = append(pts, model.Point{Tag: name, T: t, V: f.Value})
+			if !e.labelled && !st.labels.has(e) {
+				ls, err := lpLabels(row, f.Key)
+				if err != nil {
+					return nil, 0, &LineError{Line: row.Line, Err: err}
+				}
+				st.labels.add(e, ls)
+			}
+			pts = append(pts, model.Point{Tag: e.name, T: t, V: f.Value})
 			st.lines = append(st.lines, int32(row.Line))
 		}
 	}
 	st.pts = pts
 	return pts, skipped, nil
-}
-
-// Query serves /query for the statements Telegraf and Influx tools send
-// at start: CREATE DATABASE answers success (Pith has one namespace) and
-// SHOW DATABASES lists "pith". Anything else is 400: Pith is queried
-// through its own API or PromQL, not InfluxQL.
-func (h *LineProtocol) Query(w http.ResponseWriter, r *http.Request) {
-	q := strings.TrimSpace(r.FormValue("q"))
-	upper := strings.ToUpper(q)
-	w.Header().Set("Content-Type", "application/json")
-	switch {
-	case strings.HasPrefix(upper, "CREATE DATABASE"):
-		w.Write([]byte(`{"results":[{"statement_id":0}]}` + "\n"))
-	case strings.HasPrefix(upper, "SHOW DATABASES"):
-		w.Write([]byte(`{"results":[{"statement_id":0,"series":[{"name":"databases","columns":["name"],"values":[["pith"]]}]}]}` + "\n"))
-	case q == "":
-		h.fail(w, http.StatusBadRequest, "missing required parameter \"q\"", 0)
-	default:
-		h.fail(w, http.StatusBadRequest, fmt.Sprintf("statement %q not supported: /query only answers CREATE DATABASE and SHOW DATABASES", clip([]byte(q))), 0)
-	}
 }
 
 // Ping serves /ping: 204 with the version header Influx clients look for.

@@ -58,18 +58,6 @@ func TestLineProtocolHTTP(t *testing.T) {
 	if rec = do("POST", "/write", bytes.Repeat([]byte("m f=1\n"), DefaultMaxBodyBytes/6+1), false); rec.Code != 413 {
 		t.Errorf("huge body: %d", rec.Code)
 	}
-	for _, tc := range []struct{ q, want string }{
-		{"CREATE DATABASE \"telegraf\"", `{"results":[{"statement_id":0}]}`},
-		{"show databases", `"values":[["pith"]]`},
-	} {
-		rec = do("POST", "/query?q="+strings.ReplaceAll(tc.q, " ", "+"), nil, false)
-		if rec.Code != 200 || !strings.Contains(rec.Body.String(), tc.want) {
-			t.Errorf("%s: %d %s", tc.q, rec.Code, rec.Body)
-		}
-	}
-	if rec = do("GET", "/query?q=SELECT+*+FROM+m", nil, false); rec.Code != 400 {
-		t.Errorf("SELECT: %d", rec.Code)
-	}
 	if rec = do("GET", "/ping", nil, false); rec.Code != 204 || rec.Header().Get("X-Influxdb-Version") == "" {
 		t.Errorf("ping: %d %v", rec.Code, rec.Header())
 	}

@@ -58,7 +58,6 @@ func testMux(sink Sink, gate *TagGate) *http.ServeMux {
 	lp := NewLineProtocol(sink, lo)
 	mux.Handle("/write", lp)
 	mux.Handle("/api/v2/write", lp)
-	mux.HandleFunc("/query", lp.Query)
 	mux.HandleFunc("/ping", lp.Ping)
 	eo := DefaultEmoncmsOptions()
 	eo.Gate = gate

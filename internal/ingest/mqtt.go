@@ -255,7 +255,7 @@ func (m *MQTT) flush(ctx context.Context) {
 		return
 	}
 	for len(pts) > 0 {
-		err := commit(ctx, m.sink, m.opts.Gate, pts)
+		err := commit(ctx, m.sink, m.opts.Gate, pts, nil)
 		if err == nil {
 			m.stats.Points.Add(int64(len(pts)))
 			m.stats.Batches.Add(1)

@@ -50,6 +50,19 @@ func (nb *NameBuilder) AddString(c string) {
 	nb.endComponent()
 }
 
+// AddValue appends a component in which '.' is an ordinary illegal byte,
+// not a separator: a remote_write label value such as an address
+// (127.0.0.1:9100) stays one readable segment (127_0_0_1:9100).
+func (nb *NameBuilder) AddValue(c []byte) {
+	for _, b := range c {
+		if b == '.' {
+			b = ' ' // any illegal byte: cleaned to '_' like one
+		}
+		nb.addByte(b, false)
+	}
+	nb.endComponent()
+}
+
 // AddPath appends a component in which '/' separates levels as '.' does
 // (an MQTT topic).
 func (nb *NameBuilder) AddPath(c string) {
@@ -124,32 +137,64 @@ func CleanName(s string) (string, error) {
 // namer builds tag names and caches them by a source key (the raw bytes
 // a source names a series with), so a series met before costs a map lookup
 // (which does not allocate) instead of applying the rule and a new string.
+// Each entry also remembers whether its tag's labels were stored
+// (names_labels.go), so labels are built once per series, not per point.
 type namer struct {
 	NameBuilder
-	names     map[string]string
+	names     map[string]*nameEntry
 	nameBytes int
+}
+
+// nameEntry is one cached name.
+type nameEntry struct {
+	name string
+	// labelled is set once the labels of this source key were stored
+	// with the tag; a write that failed leaves it unset, so the next one
+	// sends them again.
+	labelled bool
+	// pending is set while the labels are in the current request's
+	// pendingLabels.
+	pending bool
 }
 
 // lookup returns the name cached for key.
 func (n *namer) lookup(key []byte) (string, bool) {
-	s, ok := n.names[string(key)]
-	return s, ok
+	e, ok := n.names[string(key)]
+	if !ok {
+		return "", false
+	}
+	return e.name, true
+}
+
+// lookupEntry returns the entry cached for key.
+func (n *namer) lookupEntry(key []byte) (*nameEntry, bool) {
+	e, ok := n.names[string(key)]
+	return e, ok
 }
 
 // remember checks the name built and caches it under key.
 func (n *namer) remember(key []byte) (string, error) {
-	b := n.Bytes()
-	if err := checkNameLen(b); err != nil {
+	e, err := n.rememberEntry(key)
+	if err != nil {
 		return "", err
 	}
-	s := string(b)
+	return e.name, nil
+}
+
+// rememberEntry checks the name built and caches it under key.
+func (n *namer) rememberEntry(key []byte) (*nameEntry, error) {
+	b := n.Bytes()
+	if err := checkNameLen(b); err != nil {
+		return nil, err
+	}
+	e := &nameEntry{name: string(b)}
 	if n.names == nil || n.nameBytes >= maxInternedBytes {
 		// A full cache is emptied so that new series get their turn; the
 		// bound keeps a pooled namer from pinning much memory.
-		n.names = make(map[string]string)
+		n.names = make(map[string]*nameEntry)
 		n.nameBytes = 0
 	}
-	n.names[string(key)] = s
-	n.nameBytes += len(key) + len(s)
-	return s, nil
+	n.names[string(key)] = e
+	n.nameBytes += len(key) + len(e.name)
+	return e, nil
 }

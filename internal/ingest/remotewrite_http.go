@@ -32,7 +32,8 @@ func DefaultRemoteWriteOptions() RemoteWriteOptions {
 // protobuf WriteRequest) on POST /api/v1/write. A series becomes the tag
 // named by its metric name followed by its other label values in label
 // name order (docs/design/0002-tag-names.md): up{instance="pi:9100",
-// job="node"} is up.pi:9100.node. NaN samples (Prometheus staleness
+// job="node"} is up.pi:9100.node, and up{instance="127.0.0.1:9100"} is
+// up.127_0_0_1:9100. The series' labels are kept with the tag. NaN samples (Prometheus staleness
 // markers) and infinities are skipped and counted in the
 // X-Pith-Skipped-Samples header. A request is atomic: 204 once every
 // sample is durable; 400 (Prometheus does not retry) for a request that
@@ -51,6 +52,8 @@ type rwState struct {
 	pts     []model.Point
 	namer   namer
 	key     []byte
+	// labels are the labels of the series new to namer in this request.
+	labels pendingLabels
 }
 
 // NewRemoteWrite returns the handler writing to sink.
@@ -92,7 +95,7 @@ func (h *RemoteWrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	pts, skipped, err := st.decode(st.body.buf, limit)
 	if err == nil {
-		err = commit(r.Context(), h.sink, h.opts.Gate, pts)
+		err = commit(r.Context(), h.sink, h.opts.Gate, pts, &st.labels)
 	}
 	if err != nil {
 		status := writeStatus(w, err)
@@ -120,6 +123,7 @@ func (h *RemoteWrite) put(st *rwState) {
 	st.req.Reset()
 	clear(st.pts)
 	st.pts = st.pts[:0]
+	st.labels.reset()
 	if st.retained() > poolKeepBytes {
 		return
 	}
@@ -159,11 +163,20 @@ func (st *rwState) decode(body []byte, limit int64) ([]model.Point, int, error) 
 	}
 	skipped := 0
 	pts := st.pts[:0]
+	st.labels.reset()
 	for i := range st.req.Series {
 		s := &st.req.Series[i]
-		name, err := st.seriesName(s.Labels)
+		e, err := st.seriesName(s.Labels)
 		if err != nil {
 			return nil, 0, &rwDecodeError{fmt.Errorf("series %d: %w", i+1, err)}
+		}
+		name := e.name
+		if !e.labelled && !st.labels.has(e) {
+			ls, err := rwLabels(s.Labels)
+			if err != nil {
+				return nil, 0, &rwDecodeError{fmt.Errorf("series %d (%s): %w", i+1, name, err)}
+			}
+			st.labels.add(e, ls)
 		}
 		for _, smp := range s.Samples {
 			if math.IsNaN(smp.Value) || math.IsInf(smp.Value, 0) {
@@ -178,8 +191,9 @@ func (st *rwState) decode(body []byte, limit int64) ([]model.Point, int, error) 
 }
 
 // seriesName applies the rule: the metric name, then the other label
-// values in label-name order. Names are cached by the raw label bytes.
-func (st *rwState) seriesName(labels []RWLabel) (string, error) {
+// values in label-name order, each one segment (a value's dots are not
+// separators: AddValue). Names are cached by the raw label bytes.
+func (st *rwState) seriesName(labels []RWLabel) (*nameEntry, error) {
 	sortLabels(labels)
 	key := st.key[:0]
 	var metric []byte
@@ -190,21 +204,21 @@ func (st *rwState) seriesName(labels []RWLabel) (string, error) {
 		}
 	}
 	st.key = key
-	if s, ok := st.namer.lookup(key); ok {
-		return s, nil
+	if e, ok := st.namer.lookupEntry(key); ok {
+		return e, nil
 	}
 	if len(metric) == 0 {
-		return "", errors.New("no __name__ label")
+		return nil, errors.New("no __name__ label")
 	}
 	nb := &st.namer
 	nb.Reset()
-	nb.Add(metric)
+	nb.AddValue(metric)
 	for _, l := range labels {
 		if !bytes.Equal(l.Name, nameLabel) {
-			nb.Add(l.Value)
+			nb.AddValue(l.Value)
 		}
 	}
-	return nb.remember(key)
+	return nb.rememberEntry(key)
 }
 
 // sortLabels orders labels by name, keeping the order of equal names.

@@ -245,7 +245,7 @@ func (p *Plant) Meta() api.MetaFunc {
 		if !ok {
 			return api.TagMeta{}, false
 		}
-		m := api.TagMeta{Unit: d.Unit, Description: d.Description, Source: d.Source, Archive: d.Archive.String()}
+		m := api.TagMeta{Unit: d.Unit, Description: d.Description, Source: d.Source, Archive: d.Archive.String(), Labels: d.Labels}
 		if c := p.ctl.cur.Load(); c != nil {
 			if st, ok := c.ua[name]; ok {
 				m.Status, _ = st.Status(name)

@@ -161,7 +161,7 @@ func BenchmarkAppendResult(b *testing.B) {
 	for i := range 1000 {
 		pts = append(pts, point{t: 1_700_000_000_000 + int64(i)*60_000, f: float64(i) * 1.25})
 	}
-	m := matrixOf(seriesLabels("site.power"), pts)
+	m := matrixOf(seriesLabels("site.power", nil), pts)
 	buf := make([]byte, 0, 64<<10)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -19,7 +19,7 @@ func matrixOf(ls labels.Labels, pts points) promql.Matrix {
 }
 
 func TestAppendResult(t *testing.T) {
-	ls := seriesLabels("a.b")
+	ls := seriesLabels("a.b", nil)
 	tests := []struct {
 		name string
 		v    any

@@ -148,8 +148,7 @@ func (h *Handler) workSize(expr parser.Expr, mint, maxt, steps int64) int64 {
 	var samples int64
 	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
 		if vs, ok := n.(*parser.VectorSelector); ok {
-			tags, _ := matchingTags(h.st, mint, maxt, vs.LabelMatchers)
-			samples += int64(len(tags)) * steps
+			samples += int64(countMatching(h.st, mint, maxt, vs.LabelMatchers)) * steps
 		}
 		return nil
 	})

@@ -23,9 +23,9 @@ func matchers(r *http.Request) ([][]*labels.Matcher, error) {
 	return out, nil
 }
 
-// matchedTags returns the tags matching any of sets (every tag with data
-// in range when sets is empty), sorted by series labels.
-func (h *Handler) matchedTags(mint, maxt int64, sets [][]*labels.Matcher) []string {
+// matchedTags returns the series matching any of sets (every tag with
+// data in range when sets is empty), sorted by labels.
+func (h *Handler) matchedTags(mint, maxt int64, sets [][]*labels.Matcher) []match {
 	if len(sets) == 0 {
 		tags, _ := matchingTags(h.st, mint, maxt, nil)
 		return tags
@@ -39,13 +39,13 @@ func (h *Handler) matchedTags(mint, maxt int64, sets [][]*labels.Matcher) []stri
 	for _, ms := range sets {
 		tags, _ := matchingTags(h.st, mint, maxt, ms)
 		for _, t := range tags {
-			seen[t] = true
+			seen[t.tag] = true
 		}
 	}
 	all, _ := matchingTags(h.st, mint, maxt, nil)
 	out := all[:0]
 	for _, t := range all {
-		if seen[t] {
+		if seen[t.tag] {
 			out = append(out, t)
 		}
 	}
@@ -84,11 +84,7 @@ func (h *Handler) labelNames(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	names := []string{}
-	if len(h.matchedTags(mint, maxt, sets)) > 0 {
-		names = []string{labels.MetricName, TagLabel}
-	}
-	writeSuccess(w, appendStrings(nil, names))
+	writeSuccess(w, appendStrings(nil, labelNames(h.matchedTags(mint, maxt, sets))))
 }
 
 func (h *Handler) labelValues(w http.ResponseWriter, r *http.Request, name string) {
@@ -139,7 +135,7 @@ func (h *Handler) series(w http.ResponseWriter, r *http.Request) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendLabels(b, seriesLabels(t))
+		b = appendLabels(b, t.lbls)
 	}
 	writeSuccess(w, append(b, ']'))
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/pith-historian/pith/internal/model"
@@ -32,10 +31,14 @@ type Store interface {
 
 var _ Store = (*store.DB)(nil)
 
-// The series model: every Pith tag is one series
+// The series model (docs/api.md, "PromQL"): a tag whose labels hold
+// __name__ (a remote_write series) is the series of exactly those labels,
+// as Prometheus holds it. Every other tag is the series
 // {__name__="<tag, every character outside [a-zA-Z0-9_:] replaced by _>",
-// tag="<tag>"}. The tag label keeps the exact name, so two tags whose
-// metric names collide (a.b and a_b) stay two series.
+// tag="<tag>"} plus its labels (a line-protocol tag's _measurement, _field
+// and tag keys); the tag label keeps the exact name, so two tags whose
+// metric names collide (a.b and a_b) stay two series. seriesLabels builds
+// both forms (series_labels.go).
 const (
 	// TagLabel is the label holding the Pith tag name.
 	TagLabel = "tag"
@@ -70,11 +73,6 @@ func MetricName(tag string) string {
 
 func validNameChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == ':'
-}
-
-// seriesLabels returns the labels of tag's series.
-func seriesLabels(tag string) labels.Labels {
-	return labels.FromStrings(labels.MetricName, MetricName(tag), TagLabel, tag)
 }
 
 // queryable serves the engine's reads from a Store.
@@ -124,10 +122,10 @@ type querier struct {
 
 var _ storage.Querier = (*querier)(nil)
 
-// matchingTags returns the tags whose series match ms and whose data
-// overlaps [mint, maxt], sorted by series labels. count reports a
-// countLabel matcher.
-func matchingTags(st Store, mint, maxt int64, ms []*labels.Matcher) (tags []string, count bool) {
+// matchingTags returns the series of the tags that match ms and whose
+// data overlaps [mint, maxt], sorted by labels. count reports a countLabel
+// matcher.
+func matchingTags(st Store, mint, maxt int64, ms []*labels.Matcher) (out []match, count bool) {
 	var rest []*labels.Matcher
 	for _, m := range ms {
 		if m.Name == countLabel {
@@ -140,36 +138,33 @@ func matchingTags(st Store, mint, maxt int64, ms []*labels.Matcher) (tags []stri
 		if ti.Last < mint || ti.First > maxt {
 			continue
 		}
-		if matches(ti.Name, rest) {
-			tags = append(tags, ti.Name)
+		if matches(ti.Name, ti.Labels, rest) {
+			out = append(out, match{tag: ti.Name, lbls: seriesLabels(ti.Name, ti.Labels)})
 		}
 	}
-	// Series order is by labels: metric name first, then the tag.
-	slices.SortFunc(tags, func(a, b string) int {
-		if c := strings.Compare(MetricName(a), MetricName(b)); c != 0 {
-			return c
-		}
-		return strings.Compare(a, b)
-	})
-	return tags, count
+	slices.SortFunc(out, func(a, b match) int { return labels.Compare(a.lbls, b.lbls) })
+	return out, count
 }
 
-// matches reports whether tag's series satisfies every matcher; a label
-// the series lacks has the empty value, as in Prometheus.
-func matches(tag string, ms []*labels.Matcher) bool {
-	for _, m := range ms {
-		var v string
-		switch m.Name {
-		case labels.MetricName:
-			v = MetricName(tag)
-		case TagLabel:
-			v = tag
+// countMatching returns how many tags match ms over [mint, maxt], without
+// building their series (the memory estimate of a query needs no more).
+func countMatching(st Store, mint, maxt int64, ms []*labels.Matcher) int {
+	n := 0
+	for _, ti := range st.Tags() {
+		if ti.Last < mint || ti.First > maxt {
+			continue
 		}
-		if !m.Matches(v) {
-			return false
+		if matchesIgnoringCount(ti.Name, ti.Labels, ms) {
+			n++
 		}
 	}
-	return true
+	return n
+}
+
+// match is one tag and its series labels.
+type match struct {
+	tag  string
+	lbls labels.Labels
 }
 
 // Select returns the series of the matching tags. Their samples are read
@@ -184,23 +179,18 @@ func (qr *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHint
 	return &seriesSet{ctx: ctx, q: qr.q, tags: tags, count: count, plan: plan, mint: mint, maxt: maxt}
 }
 
-// LabelValues returns the values of name (__name__ or tag) over the
-// matching series, sorted.
+// LabelValues returns the values of name over the matching series, sorted.
 func (qr *querier) LabelValues(_ context.Context, name string, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	return labelValues(qr.q.st, qr.mint, qr.maxt, name, labelLimit(hints), ms), nil, nil
 }
 
 func labelValues(st Store, mint, maxt int64, name string, limit int, ms []*labels.Matcher) []string {
-	if name != labels.MetricName && name != TagLabel {
-		return []string{}
-	}
 	tags, _ := matchingTags(st, mint, maxt, ms)
 	out := make([]string, 0, len(tags))
 	for _, t := range tags {
-		if name == labels.MetricName {
-			t = MetricName(t)
+		if v := t.lbls.Get(name); v != "" {
+			out = append(out, v)
 		}
-		out = append(out, t)
 	}
 	slices.Sort(out)
 	out = slices.Compact(out)
@@ -210,12 +200,28 @@ func labelValues(st Store, mint, maxt int64, name string, limit int, ms []*label
 	return out
 }
 
-// LabelNames returns __name__ and tag when any series matches.
-func (qr *querier) LabelNames(_ context.Context, _ *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
-	if tags, _ := matchingTags(qr.q.st, qr.mint, qr.maxt, ms); len(tags) == 0 {
-		return []string{}, nil, nil
+// LabelNames returns the label names of the matching series, sorted.
+func (qr *querier) LabelNames(_ context.Context, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	tags, _ := matchingTags(qr.q.st, qr.mint, qr.maxt, ms)
+	out := labelNames(tags)
+	if l := labelLimit(hints); l > 0 && len(out) > l {
+		out = out[:l]
 	}
-	return []string{labels.MetricName, TagLabel}, nil, nil
+	return out, nil, nil
+}
+
+// labelNames returns the sorted union of the label names of ms.
+func labelNames(ms []match) []string {
+	seen := map[string]struct{}{}
+	for _, m := range ms {
+		m.lbls.Range(func(l labels.Label) { seen[l.Name] = struct{}{} })
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func labelLimit(h *storage.LabelHints) int {

@@ -159,12 +159,12 @@ func TestSelectMatchers(t *testing.T) {
 			continue
 		}
 		for i := range got {
-			if got[i] != tt.want[i] {
+			if got[i].tag != tt.want[i] {
 				t.Errorf("%v: got %v, want %v", tt.ms, got, tt.want)
 			}
 		}
 	}
-	if got, _ := matchingTags(db, 2500, 10_000, nil); len(got) != 1 || got[0] != "b.y" {
+	if got, _ := matchingTags(db, 2500, 10_000, nil); len(got) != 1 || got[0].tag != "b.y" {
 		t.Errorf("time filter: got %v", got)
 	}
 }

@@ -16,7 +16,7 @@ import (
 type seriesSet struct {
 	ctx        context.Context
 	q          *queryable
-	tags       []string
+	tags       []match
 	count      bool
 	plan       *windowPlan
 	mint, maxt int64
@@ -34,9 +34,10 @@ func (s *seriesSet) Next() bool {
 		s.err = err
 		return false
 	}
-	tag := s.tags[s.i]
+	m := s.tags[s.i]
 	s.i++
-	sr := &series{lbls: seriesLabels(tag)}
+	tag := m.tag
+	sr := &series{lbls: m.lbls}
 	if s.plan != nil {
 		sr.pts, s.err = s.plan.read(s.q.st, tag)
 		s.q.stats.add(true, 0)

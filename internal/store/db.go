@@ -38,6 +38,9 @@ type TagInfo struct {
 	Name  string
 	First int64 // oldest sample time, Unix ms
 	Last  int64 // newest sample time, Unix ms
+	// Labels are the tag's labels (nil for none). The slice is shared:
+	// callers must not modify it.
+	Labels model.Labels
 }
 
 // DB is an open store. All methods are safe for concurrent use.
@@ -390,6 +393,12 @@ func (db *DB) replay(from uint32) error {
 	var recs, applied int
 	err := db.wal.Replay(start, func(pos wal.Pos, rec []byte) error {
 		recs++
+		if len(rec) > 0 && rec[0] == recLabels {
+			if err := db.replayLabels(rec); err != nil {
+				db.log.Error("skipping undecodable wal record", "segment", pos.Segment, "offset", pos.Offset, "err", err)
+			}
+			return nil
+		}
 		if len(rec) == 0 || rec[0] != recData {
 			// A delete record acts through its tombstone; the others
 			// are for the followers.
@@ -504,6 +513,17 @@ func (db *DB) HasTag(name string) bool {
 	return ok && s.has[id]
 }
 
+// TagsGeneration changes whenever what Tags lists changes, but for the
+// tags' first and last times: a tag gets its first sample or loses its
+// last one, or its labels change. A caller that keeps an index of the tags
+// and their labels rebuilds it only when this moved.
+func (db *DB) TagsGeneration() uint64 {
+	s := db.series
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.listGen
+}
+
 // Tags lists every tag with data.
 func (db *DB) Tags() []TagInfo {
 	s := db.series
@@ -512,7 +532,7 @@ func (db *DB) Tags() []TagInfo {
 	out := make([]TagInfo, 0, len(s.names))
 	for id, n := range s.names {
 		if s.has[id] {
-			out = append(out, TagInfo{Name: n, First: s.first[id], Last: s.latest[id].T})
+			out = append(out, TagInfo{Name: n, First: s.first[id], Last: s.latest[id].T, Labels: s.labels[id]})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

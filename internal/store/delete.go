@@ -336,6 +336,9 @@ func (db *DB) refreshSeries(id uint32) {
 	db.mu.RUnlock()
 	s := db.series
 	s.mu.Lock()
+	if s.has[id] != has {
+		s.listGen++
+	}
 	s.has[id] = has
 	s.first[id] = first
 	s.latest[id] = last

@@ -97,6 +97,9 @@ const (
 	EntryPoints EntryKind = iota + 1
 	// EntryDelete is a committed Delete(Tag, From, To).
 	EntryDelete
+	// EntryLabels is committed tag labels (SetLabels): Series holds each
+	// tag with its new labels.
+	EntryLabels
 )
 
 // Entry is one WAL record's committed effect.
@@ -111,6 +114,7 @@ type Entry struct {
 	Tag    string        // EntryDelete: the samples of Tag in [From, To)
 	From   int64
 	To     int64
+	Series []model.Series // EntryLabels
 }
 
 // Batch is what Next returns: entries in commit order and the position
@@ -373,6 +377,13 @@ func (db *DB) scanFollower(st *follower, to wal.Pos, max int, emit func(Entry)) 
 				break
 			}
 			send(Entry{ID: position(pos), Kind: EntryPoints, Points: pts})
+		case recLabels:
+			series, err := decodeLabelsRecord(rec)
+			if err != nil {
+				st.log.Error("follower skips undecodable wal record", "segment", pos.Segment, "offset", pos.Offset, "err", err)
+				break
+			}
+			send(Entry{ID: position(pos), Kind: EntryLabels, Series: series})
 		case recDelete:
 			id, tag, from, to, err := decodeDeleteRecord(rec)
 			if err != nil {

@@ -30,7 +30,17 @@ type seriesTable struct {
 	latest []model.Sample
 	has    []bool // latest is set
 	first  []int64
-	saved  int // ids below this are in the series file
+	labels []model.Labels // each tag's labels (series_labels.go)
+	// interned holds one copy of each label name and value, shared by
+	// the tags (bounded by maxInterned).
+	interned map[string]string
+	saved    int // ids below this are in the series file
+	// labelsGen counts label changes; savedGen is the count the series
+	// file holds.
+	labelsGen, savedGen uint64
+	// listGen counts the changes of what Tags lists: a tag getting its
+	// first sample or losing its last, and label changes.
+	listGen uint64
 }
 
 func newSeriesTable() *seriesTable {
@@ -68,6 +78,7 @@ func (s *seriesTable) getOrCreateLocked(name []byte) uint32 {
 	s.latest = append(s.latest, model.Sample{})
 	s.has = append(s.has, false)
 	s.first = append(s.first, 0)
+	s.labels = append(s.labels, nil)
 	return id
 }
 
@@ -75,6 +86,7 @@ func (s *seriesTable) getOrCreateLocked(name []byte) uint32 {
 func (s *seriesTable) observeLocked(id uint32, t int64, v float64, q model.Quality) {
 	if !s.has[id] {
 		s.has[id] = true
+		s.listGen++
 		s.latest[id] = model.Sample{T: t, V: v, Q: q}
 		s.first[id] = t
 		return
@@ -87,7 +99,13 @@ func (s *seriesTable) observeLocked(id uint32, t int64, v float64, q model.Quali
 	}
 }
 
-const seriesFileMagic = "PITHSER1"
+// The series file magics: version 1 holds names only, version 2 each
+// name's labels too. A file is written as version 1 while no tag has
+// labels, so a store without labels stays readable by older Pith.
+const (
+	seriesFileMagic   = "PITHSER1"
+	seriesFileMagicV2 = "PITHSER2"
+)
 
 // save writes the series names atomically when new ones were added. Saves
 // are serialised, so a save that read fewer names can never replace the
@@ -96,16 +114,29 @@ func (s *seriesTable) save(fs vfs.FS, dir string) error {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
 	s.mu.RLock()
-	n := len(s.names)
-	if n == s.saved {
+	n, gen := len(s.names), s.labelsGen
+	if n == s.saved && gen == s.savedGen {
 		s.mu.RUnlock()
 		return nil
 	}
+	withLabels := false
+	for _, ls := range s.labels[:n] {
+		if len(ls) > 0 {
+			withLabels = true
+			break
+		}
+	}
 	buf := []byte(seriesFileMagic)
+	if withLabels {
+		buf = []byte(seriesFileMagicV2)
+	}
 	buf = binary.AppendUvarint(buf, uint64(n))
-	for _, name := range s.names[:n] {
+	for i, name := range s.names[:n] {
 		buf = binary.AppendUvarint(buf, uint64(len(name)))
 		buf = append(buf, name...)
+		if withLabels {
+			buf = appendLabels(buf, s.labels[i])
+		}
 	}
 	s.mu.RUnlock()
 	buf = binary.LittleEndian.AppendUint32(buf, crc32c.Checksum(buf))
@@ -119,6 +150,9 @@ func (s *seriesTable) save(fs vfs.FS, dir string) error {
 	s.mu.Lock()
 	if n > s.saved {
 		s.saved = n
+	}
+	if gen > s.savedGen {
+		s.savedGen = gen
 	}
 	s.mu.Unlock()
 	return nil
@@ -152,7 +186,15 @@ func loadSeriesFile(fs vfs.FS, path string) (*seriesTable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load series: %w", err)
 	}
-	if len(buf) < len(seriesFileMagic)+4 || string(buf[:len(seriesFileMagic)]) != seriesFileMagic {
+	if len(buf) < len(seriesFileMagic)+4 {
+		return nil, &CorruptionError{File: path, Offset: 0, Err: errors.New("bad magic")}
+	}
+	var withLabels bool
+	switch string(buf[:len(seriesFileMagic)]) {
+	case seriesFileMagic:
+	case seriesFileMagicV2:
+		withLabels = true
+	default:
 		return nil, &CorruptionError{File: path, Offset: 0, Err: errors.New("bad magic")}
 	}
 	body := buf[:len(buf)-4]
@@ -170,8 +212,16 @@ func loadSeriesFile(fs vfs.FS, path string) (*seriesTable, error) {
 		if k <= 0 || l > uint64(len(b)-k) {
 			return nil, &CorruptionError{File: path, Offset: int64(len(body) - len(b)), Err: errShortRecord}
 		}
-		s.getOrCreateLocked(b[k : k+int(l)])
+		id := s.getOrCreateLocked(b[k : k+int(l)])
 		b = b[k+int(l):]
+		if withLabels {
+			ls, rest, err := decodeLabels(b)
+			if err != nil {
+				return nil, &CorruptionError{File: path, Offset: int64(len(body) - len(b)), Err: err}
+			}
+			s.setLabelsLocked(id, ls)
+			b = rest
+		}
 	}
 	s.saved = len(s.names)
 	return s, nil

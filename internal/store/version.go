@@ -11,7 +11,7 @@ import (
 // keeps reading every older version, and an older Pith refuses a newer
 // one with ErrNewerFormat instead of misreading it. The history is in
 // docs/format/store.md ("Versions").
-const FormatVersion = 2
+const FormatVersion = 3
 
 // formatDeletes is the first version with delete records in the WAL and
 // tombstones in MANIFEST. A directory stays at version 1 until its first
@@ -19,6 +19,12 @@ const FormatVersion = 2
 // delete raises it before its WAL record is written, since an older Pith
 // would bring deleted samples back.
 const formatDeletes = 2
+
+// formatLabels is the first version with labels: labels records in the WAL
+// and the series file's version 2 (PITHSER2). The first SetLabels raises a
+// directory to it before its WAL record is written, since an older Pith
+// would take the new series file for damage.
+const formatLabels = 3
 
 // ErrNewerFormat is wrapped by the error of a data directory or backup
 // written by a newer Pith.

@@ -36,6 +36,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/pith-historian/pith/internal/model"
 )
 
 // ID is the dense handle of a defined tag: an index into the table, stable
@@ -93,6 +95,11 @@ type Def struct {
 	Source      string  // who produces it, e.g. "modbus:plc1", "import", "pith"
 	Archive     Policy  // which samples are archived
 	Deadband    float64 // absolute deadband for ArchiveDeadband; must be >= 0
+	// Labels are the key/value pairs the tag arrived with (remote_write
+	// labels, line-protocol measurement, field and tag keys), sorted by
+	// name; nil for none. They are metadata kept once per tag, never per
+	// sample; model.Labels.Check bounds them.
+	Labels model.Labels
 }
 
 // ErrUnknownTag is returned (wrapped, naming the tag) for names the table
@@ -134,6 +141,9 @@ func (d *Def) check() error {
 	}
 	if !(d.Deadband >= 0) || d.Deadband > 1e300 {
 		return fmt.Errorf("check tag %q: deadband %v must be a finite number >= 0", d.Name, d.Deadband)
+	}
+	if err := d.Labels.Check(); err != nil {
+		return fmt.Errorf("check tag %q: %w", d.Name, err)
 	}
 	return nil
 }

@@ -107,10 +107,12 @@ type Table struct {
 	mu    sync.RWMutex
 	ents  []entry
 	names map[string]ID
-	subs  []*Subscription // change subscribers, copied on write
-	abuf  []model.Point   // archive batch, reused under mu
-	cbuf  []Change        // changes of the current batch, reused under mu
-	stats Stats
+	// waiting holds labels given (Label) for tags not defined yet.
+	waiting map[string]model.Labels
+	subs    []*Subscription // change subscribers, copied on write
+	abuf    []model.Point   // archive batch, reused under mu
+	cbuf    []Change        // changes of the current batch, reused under mu
+	stats   Stats
 }
 
 // New returns an empty table handing archived samples to sink (nil for
@@ -139,11 +141,19 @@ func (t *Table) defineLocked(d Def) (ID, error) {
 		return 0, err
 	}
 	if id, ok := t.names[d.Name]; ok {
+		if d.Labels == nil {
+			// A definition from the configuration says nothing of the
+			// labels the tag was pushed with: they stay.
+			d.Labels = t.ents[id].def.Labels
+		}
 		t.ents[id].def = d
 		return id, nil
 	}
 	if uint64(len(t.ents)) >= math.MaxUint32 {
 		return 0, fmt.Errorf("define tag %q: table full", d.Name)
+	}
+	if d.Labels == nil {
+		d.Labels = t.takeWaitingLabels(d.Name)
 	}
 	id := ID(len(t.ents))
 	t.ents = append(t.ents, entry{def: d})
