@@ -86,7 +86,7 @@ var goldenPoints = []model.Point{
 // writeGoldenRun writes the golden run into dir and returns its bytes.
 func writeGoldenRun(t testing.TB, dir string) []byte {
 	t.Helper()
-	rw, err := createRun(vfs.OS{}, dir, goldenPart, 42)
+	rw, err := createRun(vfs.OS{}, dir, goldenPart, 42, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 // keeps reading every older version, and an older Pith refuses a newer
 // one with ErrNewerFormat instead of misreading it. The history is in
 // docs/format/store.md ("Versions").
-const FormatVersion = 2
+const FormatVersion = 3
 
 // formatDeletes is the first version with delete records in the WAL and
 // tombstones in MANIFEST. A directory stays at version 1 until its first
@@ -19,6 +19,12 @@ const FormatVersion = 2
 // delete raises it before its WAL record is written, since an older Pith
 // would bring deleted samples back.
 const formatDeletes = 2
+
+// formatText is the first version with text values: data records with
+// text points (kind 3) and run series of text chunks. A directory is
+// raised to it by its first text write, before the write's WAL record,
+// since an older Pith would skip those records and refuse those runs.
+const formatText = 3
 
 // ErrNewerFormat is wrapped by the error of a data directory or backup
 // written by a newer Pith.
@@ -64,5 +70,18 @@ func (db *DB) raiseVersion(v int) error {
 		return fmt.Errorf("raise data directory format to %d: %w", v, err)
 	}
 	db.log.Info("data directory format raised", "from", old, "to", v)
+	return nil
+}
+
+// ensureText raises the data directory to formatText before the first
+// text value is written.
+func (db *DB) ensureText() error {
+	if db.textReady.Load() {
+		return nil
+	}
+	if err := db.raiseVersion(formatText); err != nil {
+		return err
+	}
+	db.textReady.Store(true)
 	return nil
 }
