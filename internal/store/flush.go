@@ -594,7 +594,7 @@ func (db *DB) enforceRetention() error {
 func hasRaw(runs []*runFile) bool {
 	for _, r := range runs {
 		for i := range r.series {
-			if s := &r.series[i]; s.fine != noTier && len(s.chunks) > 0 {
+			if s := &r.series[i]; s.fine != noTier && s.fine != fineText && len(s.chunks) > 0 {
 				return true
 			}
 		}

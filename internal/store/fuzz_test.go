@@ -141,6 +141,10 @@ func readGolden(t testing.TB, name string) []byte {
 			b = goldenSeriesFile(t)
 		case "record.bin":
 			b = goldenRecord()
+		case "text_record.bin":
+			b = goldenTextRecord()
+		case "text_run.bin":
+			b = writeGoldenTextRun(t, t.TempDir())
 		}
 		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
 			t.Fatal(err)
@@ -188,13 +192,16 @@ func decodeRun(r *runFile) (map[uint32]*runInput, int) {
 				bad++
 				continue
 			}
+			if s.fine == fineText {
+				in.xs = append(in.xs, d.xs...)
+			}
 			in.ts = append(in.ts, d.ts...)
 			in.vs = append(in.vs, d.vs...)
 			for _, q := range d.qs {
 				in.qs = append(in.qs, model.Quality(q))
 			}
 		}
-		if s.fine != noTier {
+		if s.fine != noTier && s.fine != fineText {
 			for l := int(s.fine); l < numTiers; l++ {
 				if _, err := r.decodeTier(s, l); err != nil {
 					bad++
@@ -527,7 +534,7 @@ func encodeIndex(part int64, seq uint64, series []runSeries, firstOff []int64) [
 			x = binary.AppendUvarint(x, uint64(c.len))
 			prevEnd = c.maxT
 		}
-		if s.fine != noTier {
+		if s.fine != noTier && s.fine != fineText {
 			for l := int(s.fine); l < numTiers; l++ {
 				x = binary.AppendUvarint(x, uint64(s.tiers[l].n))
 				x = binary.AppendUvarint(x, uint64(s.tiers[l].len))
