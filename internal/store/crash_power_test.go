@@ -101,7 +101,7 @@ type pcOp struct {
 	kind  string
 	pts   []model.Point
 	tpts  []model.TextPoint // a text op's points (pts is then empty)
-	acked bool // the call returned nil: every point must survive
+	acked bool              // the call returned nil: every point must survive
 	// state after the last recovery: unknown (not yet seen), present or
 	// absent. A present op must stay present; an absent unacknowledged
 	// op must stay absent (nothing comes back from the dead).

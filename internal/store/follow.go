@@ -111,9 +111,9 @@ type Entry struct {
 	// Texts are the text points of the record (EntryPoints), in write
 	// order; they are identified by ID and len(Points) + their index.
 	Texts []model.TextPoint
-	Tag    string        // EntryDelete: the samples of Tag in [From, To)
-	From   int64
-	To     int64
+	Tag   string // EntryDelete: the samples of Tag in [From, To)
+	From  int64
+	To    int64
 }
 
 // Batch is what Next returns: entries in commit order and the position

@@ -333,7 +333,7 @@ type decodedChunk struct {
 	ts  []int64
 	vs  []float64
 	qs  []uint8
-	xs  []string // the values of a text chunk (vs then holds zeros)
+	xs  []string  // the values of a text chunk (vs then holds zeros)
 	sum []float64 // prefix sums for queries: sum[i] = vs[0] + ... + vs[i-1]
 }
 
