@@ -56,6 +56,11 @@ func (r *road) Write(ctx context.Context, pts []model.Point) error {
 	return r.tab.Write(ctx, pts, pushSource)
 }
 
+// WriteText is the road of pushed text (line-protocol string fields).
+func (r *road) WriteText(ctx context.Context, pts []model.TextPoint) error {
+	return r.tab.WriteText(ctx, pts, pushSource)
+}
+
 // Begin starts an import.
 func (r *road) Begin() api.Tx {
 	return &importTx{tx: r.db.Begin(), r: r, newest: make(map[string]model.Point)}
@@ -68,6 +73,24 @@ type importTx struct {
 
 	newest map[string]model.Point // each tag's newest point
 	last   string                 // the tag of the previous point, to skip most map writes
+	texts  map[string]model.TextPoint
+}
+
+// AddText stages text rows; each text tag's newest value is kept for the
+// table.
+func (t *importTx) AddText(pts []model.TextPoint) error {
+	if err := t.tx.AddText(pts); err != nil {
+		return err
+	}
+	if t.texts == nil {
+		t.texts = make(map[string]model.TextPoint)
+	}
+	for _, p := range pts {
+		if n, ok := t.texts[p.Tag]; !ok || p.T >= n.T {
+			t.texts[p.Tag] = p
+		}
+	}
+	return nil
 }
 
 func (t *importTx) Add(pts []model.Point) error {
@@ -107,6 +130,13 @@ func (t *importTx) Commit(ctx context.Context) error {
 		pts = append(pts, p)
 	}
 	t.stored(pts)
+	if len(t.texts) > 0 {
+		tpts := make([]model.TextPoint, 0, len(t.texts))
+		for _, p := range t.texts {
+			tpts = append(tpts, p)
+		}
+		t.r.tab.StoredText(tpts, importSource)
+	}
 	return nil
 }
 
@@ -126,5 +156,5 @@ func (t *importTx) Rollback() {
 }
 
 func (t *importTx) release() {
-	t.newest = nil
+	t.newest, t.texts = nil, nil
 }
