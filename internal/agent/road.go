@@ -56,9 +56,10 @@ func (r *road) Write(ctx context.Context, pts []model.Point) error {
 	return r.tab.Write(ctx, pts, pushSource)
 }
 
-// WriteText is the road of pushed text (line-protocol string fields).
-func (r *road) WriteText(ctx context.Context, pts []model.TextPoint) error {
-	return r.tab.WriteText(ctx, pts, pushSource)
+// WriteMixed is the road of pushed numbers with text (line-protocol
+// string fields), stored together.
+func (r *road) WriteMixed(ctx context.Context, pts []model.Point, texts []model.TextPoint) error {
+	return r.tab.WriteMixed(ctx, pts, texts, pushSource)
 }
 
 // Begin starts an import.

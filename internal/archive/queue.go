@@ -215,7 +215,7 @@ func (q *Queue) Write(ctx context.Context, pts []model.Point) error {
 
 // TextWriter is a Writer that stores text values, as *store.DB does.
 type TextWriter interface {
-	WriteText(ctx context.Context, pts []model.TextPoint) error
+	WriteMixed(ctx context.Context, pts []model.Point, texts []model.TextPoint) error
 }
 
 var _ TextWriter = (*store.DB)(nil)
@@ -223,24 +223,25 @@ var _ TextWriter = (*store.DB)(nil)
 // ErrNoText is returned by WriteText when the queue's Writer keeps no text.
 var ErrNoText = errors.New("the archive keeps no text values")
 
-// WriteText is the road of text values (tag.Table.WriteText), as Write is
-// for pushed numbers: one atomic, durable write in the caller's goroutine,
-// counted with the queue's writes.
-func (q *Queue) WriteText(ctx context.Context, pts []model.TextPoint) error {
+// WriteMixed is the road of text values (tag.Table.WriteText and
+// WriteMixed), as Write is for pushed numbers: numbers and text in one
+// atomic, durable write in the caller's goroutine, counted with the
+// queue's writes.
+func (q *Queue) WriteMixed(ctx context.Context, pts []model.Point, texts []model.TextPoint) error {
 	tw, ok := q.w.(TextWriter)
 	if !ok {
 		return ErrNoText
 	}
-	if len(pts) == 0 {
+	if len(pts)+len(texts) == 0 {
 		return nil
 	}
 	start := time.Now()
-	if err := tw.WriteText(ctx, pts); err != nil {
+	if err := tw.WriteMixed(ctx, pts, texts); err != nil {
 		return err
 	}
 	now := time.Now()
 	q.mu.Lock()
-	q.c.wrote(len(pts), now.Sub(start), now)
+	q.c.wrote(len(pts)+len(texts), now.Sub(start), now)
 	q.mu.Unlock()
 	return nil
 }

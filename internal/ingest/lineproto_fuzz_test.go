@@ -28,7 +28,7 @@ func FuzzLineProtocol(f *testing.F) {
 	var st lpState
 	f.Fuzz(func(t *testing.T, body []byte) {
 		st.lines = st.lines[:0]
-		pts, _, err := st.convert(body, 1, 1_000_000, 0)
+		pts, _, err := st.convert(body, 1, 1_000_000, 0, false)
 		if err != nil {
 			return
 		}
@@ -59,7 +59,7 @@ func TestLineProtocolGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st lpState
-	pts, skipped, err := st.convert(body, 1, 1_000_000, 42)
+	pts, skipped, err := st.convert(body, 1, 1_000_000, 42, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,12 +81,27 @@ var ErrKind = errors.New("the tag holds the other kind of value (numbers or text
 // is. A tag holds numbers or text: text for a numeric tag is refused with
 // ErrKind, and so is a number for a tag that holds text.
 func (db *DB) WriteText(ctx context.Context, pts []model.TextPoint) error {
-	if len(pts) == 0 {
-		return nil
+	return db.WriteMixed(ctx, nil, pts)
+}
+
+// WriteMixed stores numbers and text in one atomic write (one WAL record
+// when small), as a line-protocol request with string fields needs. A
+// PointError's Index counts the numbers first, then the text.
+func (db *DB) WriteMixed(ctx context.Context, pts []model.Point, texts []model.TextPoint) error {
+	if len(texts) == 0 {
+		return db.Write(ctx, pts)
 	}
 	tx := db.Begin()
-	if err := tx.AddText(pts); err != nil {
+	if err := tx.Add(pts); err != nil {
 		tx.Rollback()
+		return err
+	}
+	if err := tx.AddText(texts); err != nil {
+		tx.Rollback()
+		var pe *model.PointError
+		if errors.As(err, &pe) {
+			return &model.PointError{Index: len(pts) + pe.Index, Tag: pe.Tag, Err: pe.Err}
+		}
 		return err
 	}
 	return tx.Commit(ctx)

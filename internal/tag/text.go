@@ -2,6 +2,7 @@ package tag
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/pith-historian/pith/internal/model"
@@ -13,7 +14,7 @@ import (
 // them and says why (a *model.PointError naming a refused point, such as
 // text for a tag that holds numbers). It must not keep pts.
 type TextSink interface {
-	WriteText(ctx context.Context, pts []model.TextPoint) error
+	WriteMixed(ctx context.Context, pts []model.Point, texts []model.TextPoint) error
 }
 
 // WriteText is the road of text values (states, batch ids, operator
@@ -27,20 +28,41 @@ type TextSink interface {
 // state costs almost nothing in the store's text chunks). A tag holds
 // numbers or text: the store refuses the other kind with a PointError.
 func (t *Table) WriteText(ctx context.Context, pts []model.TextPoint, source string) error {
+	return t.WriteMixed(ctx, nil, pts, source)
+}
+
+// WriteMixed is Write for a batch of numbers and text stored together,
+// atomically (a line-protocol request with string fields): all of it is
+// stored and applied, or none. A PointError's Index counts the numbers
+// first, then the text.
+func (t *Table) WriteMixed(ctx context.Context, pts []model.Point, texts []model.TextPoint, source string) error {
+	if len(texts) == 0 {
+		return t.Write(ctx, pts, source)
+	}
 	ts, ok := t.sink.(TextSink)
 	if t.sink == nil || !ok {
 		return ErrNoArchive
 	}
-	if len(pts) == 0 {
-		return nil
-	}
-	if err := t.checkTextNames(pts); err != nil {
+	ids := idPool.Get().(*[]ID)
+	defer idPool.Put(ids)
+	var err error
+	if *ids, err = t.resolve(pts, (*ids)[:0]); err != nil {
 		return err
 	}
-	if err := ts.WriteText(ctx, pts); err != nil {
+	if err := t.checkTextNames(texts); err != nil {
+		var pe *model.PointError
+		if errors.As(err, &pe) {
+			pe.Index += len(pts)
+		}
 		return err
 	}
-	t.StoredText(pts, source)
+	if err := ts.WriteMixed(ctx, pts, texts); err != nil {
+		return err
+	}
+	if len(pts) > 0 {
+		t.applyDurable(pts, *ids, source)
+	}
+	t.StoredText(texts, source)
 	return nil
 }
 
