@@ -74,4 +74,3 @@ func (s *Server) handleTextData(w http.ResponseWriter, d dataQuery, b []byte) {
 	b = append(b, '}')
 	writeJSON(w, http.StatusOK, b)
 }
-
