@@ -326,9 +326,9 @@ func (tx *Tx) stageText(pts []model.TextPoint) error {
 	}
 	db, h, s := tx.db, tx.private, tx.db.series
 	if tx.txn != 0 {
-		for len(pts) > 0 {
-			n := min(len(pts), bulkRecordPoints)
-			tx.walBuf = appendMixedRecord(tx.walBuf[:0], tx.txn, nil, pts[:n], tx.names, tx.order, db.series.savedID)
+		for rest := pts; len(rest) > 0; {
+			n := min(len(rest), bulkRecordPoints)
+			tx.walBuf = appendMixedRecord(tx.walBuf[:0], tx.txn, nil, rest[:n], tx.names, tx.order, db.series.savedID)
 			pos, err := db.wal.Append(tx.walBuf)
 			if err != nil {
 				tx.err = fmt.Errorf("copy transaction to wal: %w", err)
@@ -337,7 +337,7 @@ func (tx *Tx) stageText(pts []model.TextPoint) error {
 			db.stats.WALBytes.Add(int64(len(tx.walBuf)))
 			tx.walLast = pos
 			tx.walRecs++
-			pts = pts[n:]
+			rest = rest[n:]
 		}
 	}
 	s.mu.Lock()
