@@ -62,21 +62,29 @@ type PostgresOptions struct {
 // refused permanently. Send and Close may be called from any goroutine;
 // sends are serialised.
 type PostgresSink struct {
-	opts   PostgresOptions
-	log    *slog.Logger
-	cfg    *pgx.ConnConfig
-	ident  pgx.Identifier
-	table  string // quoted, schema-qualified when given
-	upsert string // the staging-to-table statement
-	delete string // the statement applying a forwarded delete
+	opts    PostgresOptions
+	log     *slog.Logger
+	cfg     *pgx.ConnConfig
+	ident   pgx.Identifier
+	table   string // quoted, schema-qualified when given
+	upsert  string // the staging-to-table statement
+	delete  string // the statement applying a forwarded delete
+	text    string // quoted name of the text table: <table>_text
+	textUp  string // the text upsert
+	textDel string // a forwarded delete applied to the text table
 
-	mu     sync.Mutex
-	conn   *pgx.Conn
-	ready  bool          // the table is known to exist
-	pts    []model.Point // decoded batch
-	sorted []model.Point // pts by tag and time, last wins
-	stage  pgStageRows
-	closed bool
+	mu    sync.Mutex
+	conn  *pgx.Conn
+	ready bool // the table is known to exist
+	// textReady: the text table is known to exist (looked up at the first
+	// connection, created by the first text value).
+	textReady bool
+	textSeen  bool          // the text table was looked up
+	textMade  bool          // the current transaction wrote (and may have created) it
+	pts       []model.Point // decoded batch
+	sorted    []model.Point // pts by tag and time, last wins
+	stage     pgStageRows
+	closed    bool
 
 	upserts atomic.Uint64
 }
@@ -107,12 +115,21 @@ func NewPostgresSink(opts PostgresOptions, log *slog.Logger) (*PostgresSink, err
 		cfg.ConnectTimeout = pgConnectTimeout
 	}
 	table := ident.Sanitize()
+	textIdent := append(pgx.Identifier(nil), ident...)
+	textIdent[len(textIdent)-1] += "_text"
+	text := textIdent.Sanitize()
 	s := &PostgresSink{
-		opts:  opts,
-		log:   log,
-		cfg:   cfg,
-		ident: ident,
-		table: table,
+		text: text,
+		textUp: "INSERT INTO " + text + " AS dst (tag, ts, value, quality)" +
+			" SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::smallint[])" +
+			" ON CONFLICT (tag, ts) DO UPDATE SET value = EXCLUDED.value, quality = EXCLUDED.quality" +
+			" WHERE (dst.value, dst.quality) IS DISTINCT FROM (EXCLUDED.value, EXCLUDED.quality)",
+		textDel: "DELETE FROM " + text + " WHERE tag = $1 AND ts >= $2 AND ts < $3",
+		opts:    opts,
+		log:     log,
+		cfg:     cfg,
+		ident:   ident,
+		table:   table,
 		// The WHERE clause skips rows a replay would rewrite with the same
 		// values, so a resent batch leaves no dead row versions behind.
 		upsert: "INSERT INTO " + table + " AS dst (tag, ts, value, quality)" +
@@ -157,6 +174,11 @@ func (s *PostgresSink) Send(ctx context.Context, b Batch) error {
 				return fmt.Errorf("check batch %s: %w: tag %s: time %d ms outside the range of timestamptz", b.ID, ErrPermanent, p.Tag, p.T)
 			}
 		}
+		for _, p := range b.Entries[i].Texts {
+			if p.T < pgMinMillis || p.T > pgMaxMillis {
+				return fmt.Errorf("check batch %s: %w: tag %s: time %d ms outside the range of timestamptz", b.ID, ErrPermanent, p.Tag, p.T)
+			}
+		}
 	}
 	if err := s.connect(ctx); err != nil {
 		return err
@@ -183,6 +205,7 @@ func (s *PostgresSink) Connect(ctx context.Context) error {
 // write stores entries in one transaction: each run of point entries
 // between deletes as one upsert (writePoints), each delete as a DELETE.
 func (s *PostgresSink) write(ctx context.Context, entries []Entry) error {
+	s.textMade = false
 	tx, err := s.conn.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -193,12 +216,22 @@ func (s *PostgresSink) write(ctx context.Context, entries []Entry) error {
 			if _, err := tx.Exec(ctx, s.delete, siteTag(s.opts.Site, d.Tag), time.UnixMilli(d.From), time.UnixMilli(d.To)); err != nil {
 				return fmt.Errorf("delete %s [%d, %d) from %s: %w", d.Tag, d.From, d.To, s.table, err)
 			}
+			if s.textReady {
+				if _, err := tx.Exec(ctx, s.textDel, siteTag(s.opts.Site, d.Tag), time.UnixMilli(d.From), time.UnixMilli(d.To)); err != nil {
+					return fmt.Errorf("delete %s [%d, %d) from %s: %w", d.Tag, d.From, d.To, s.text, err)
+				}
+			}
 			entries = entries[1:]
 			continue
 		}
 		s.pts = s.pts[:0]
 		for len(entries) > 0 && entries[0].Delete == nil {
 			s.pts = append(s.pts, entries[0].Points...)
+			if len(entries[0].Texts) > 0 {
+				if err := s.writeTexts(ctx, tx, entries[0].Texts); err != nil {
+					return err
+				}
+			}
 			entries = entries[1:]
 		}
 		if len(s.pts) == 0 {
@@ -212,6 +245,9 @@ func (s *PostgresSink) write(ctx context.Context, entries []Entry) error {
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	if s.textMade {
+		s.textReady = true
 	}
 	return nil
 }
@@ -317,6 +353,14 @@ func (s *PostgresSink) connect(ctx context.Context) error {
 			return err
 		}
 		s.ready = true
+	}
+	if !s.textSeen {
+		// Deletes apply to the text table too, once it exists.
+		if err := s.conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", s.text).Scan(&s.textReady); err != nil {
+			s.dropConn()
+			return fmt.Errorf("look up table %s: %w", s.text, err)
+		}
+		s.textSeen = true
 	}
 	return nil
 }
@@ -455,3 +499,48 @@ func (r *pgStageRows) Values() ([]any, error) {
 
 // Err implements pgx.CopyFromSource.
 func (r *pgStageRows) Err() error { return nil }
+
+// TextTable returns the quoted name of the table text values go to.
+func (s *PostgresSink) TextTable() string { return s.text }
+
+// writeTexts upserts text values into the text table (<table>_text,
+// created by the first one) inside tx; of several values of one tag and
+// time the last wins.
+func (s *PostgresSink) writeTexts(ctx context.Context, tx pgx.Tx, texts []model.TextPoint) error {
+	if !s.textReady {
+		// COLLATE "C" as for the numbers' table; value is the UTF-8 text.
+		if _, err := tx.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.text+` (
+	tag text COLLATE "C" NOT NULL,
+	ts timestamptz NOT NULL,
+	value text NOT NULL,
+	quality smallint NOT NULL DEFAULT 0,
+	PRIMARY KEY (tag, ts))`); err != nil {
+			return fmt.Errorf("create table %s: %w", s.text, err)
+		}
+	}
+	type key struct {
+		tag string
+		t   int64
+	}
+	at := make(map[key]int, len(texts))
+	var tags, vals []string
+	var ts []time.Time
+	var qs []int16
+	for _, p := range texts {
+		k := key{p.Tag, p.T}
+		if i, ok := at[k]; ok {
+			vals[i], qs[i] = p.Text, int16(p.Q)
+			continue
+		}
+		at[k] = len(tags)
+		tags = append(tags, siteTag(s.opts.Site, p.Tag))
+		ts = append(ts, time.UnixMilli(p.T))
+		vals = append(vals, p.Text)
+		qs = append(qs, int16(p.Q))
+	}
+	if _, err := tx.Exec(ctx, s.textUp, tags, ts, vals, qs); err != nil {
+		return fmt.Errorf("upsert into %s: %w", s.text, err)
+	}
+	s.textMade = true // known to exist once the transaction commits
+	return nil
+}

@@ -38,7 +38,12 @@ type Entry struct {
 	// an entry it already has.
 	ID     string
 	Points []model.Point // in write order; nil for a delete
-	Delete *Delete       // a committed delete; nil for points
+	// Texts are the entry's text values, in write order (a record of
+	// numbers and text: a line-protocol request with string fields, an
+	// import with quoted values). Their index in the entry follows the
+	// points: len(Points) + i.
+	Texts  []model.TextPoint
+	Delete *Delete // a committed delete; nil for points
 }
 
 // Delete removes the samples of Tag in [From, To), Unix ms.

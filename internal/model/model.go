@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -132,14 +133,18 @@ type TextPoint struct {
 	Q    Quality
 }
 
-// CheckText reports whether s may be stored as a text value: valid UTF-8
-// of at most MaxTextLen bytes.
+// CheckText reports whether s may be stored as a text value: one line
+// (no CR or LF, so that every CSV import and export keeps one row per
+// line) of valid UTF-8, at most MaxTextLen bytes.
 func CheckText(s string) error {
 	if len(s) > MaxTextLen {
 		return fmt.Errorf("text of %d bytes is longer than %d", len(s), MaxTextLen)
 	}
 	if !utf8.ValidString(s) {
 		return errors.New("text is not valid UTF-8")
+	}
+	if strings.ContainsAny(s, "\r\n") {
+		return errors.New("text holds a line break (a text value is one line)")
 	}
 	return nil
 }

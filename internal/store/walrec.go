@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -248,7 +249,7 @@ func (d *dataRecord) next() (key int, t int64, v float64, q model.Quality, err e
 			return 0, 0, 0, 0, errShortRecord
 		}
 		d.text, b = b[n:n+int(l)], b[n+int(l):]
-		if !utf8.Valid(d.text) || q > model.QualityUncertain {
+		if !utf8.Valid(d.text) || bytes.ContainsAny(d.text, "\r\n") || q > model.QualityUncertain {
 			return 0, 0, 0, 0, fmt.Errorf("bad text in data record")
 		}
 		d.body, d.isText = b, true
