@@ -47,6 +47,18 @@ type road struct {
 
 var _ writer = (*road)(nil)
 
+var _ api.TextQueries = (*road)(nil)
+
+// RawText reads a text tag's values from the store.
+func (r *road) RawText(tag string, from, to int64, limit int) ([]model.TextSample, error) {
+	return r.db.RawText(tag, from, to, limit)
+}
+
+// AggregateText answers first or last of a text tag per bucket.
+func (r *road) AggregateText(tag string, from, to int64, n int, agg model.Agg) ([]store.TextBucket, error) {
+	return r.db.AggregateText(tag, from, to, n, agg)
+}
+
 func newRoad(db *store.DB, tab *tag.Table) *road {
 	return &road{Store: api.WrapDB(db), db: db, tab: tab}
 }
