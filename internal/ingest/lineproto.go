@@ -32,13 +32,21 @@ const (
 )
 
 // LPField is one field of a row. Value is set for every kind but
-// LPString; Str holds a string field's raw content between its quotes,
-// escapes included (see UnescapeString).
+// LPString, whose raw content between the quotes (escapes included, see
+// UnescapeString) is LPRow.Str of the field: its place in the line is
+// kept as two offsets rather than a slice, so that numeric fields, the
+// common case, stay small.
 type LPField struct {
-	Key   []byte
-	Value float64
-	Kind  LPFieldKind
-	Str   []byte
+	Key            []byte
+	Value          float64
+	Kind           LPFieldKind
+	strOff, strLen uint32 // LPString: the content's place in the line
+}
+
+// Str returns the raw content of f, a string field of r.
+func (r *LPRow) Str(f *LPField) []byte {
+	line := r.SeriesKey[:cap(r.SeriesKey)]
+	return line[f.strOff : f.strOff+f.strLen]
 }
 
 // UnescapeString returns a string field's value: line protocol escapes
@@ -240,7 +248,7 @@ func (rs *LPRows) parseLine(l []byte, line int) error {
 				return errUnterminated
 			}
 			f.Kind = LPString
-			f.Str = l[v0+1 : v1-1]
+			f.strOff, f.strLen = uint32(v0+1), uint32(v1-1-(v0+1))
 		} else {
 			v1 = v0
 			for v1 < len(l) && l[v1] != ',' && l[v1] != ' ' {

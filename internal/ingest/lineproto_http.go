@@ -220,7 +220,7 @@ func (st *lpState) convert(body []byte, mul, div, nowMs int64, keepText bool) ([
 				}
 			}
 			if f.Kind == LPString {
-				x := UnescapeString(f.Str)
+				x := UnescapeString(row.Str(f))
 				if err := model.CheckText(x); err != nil {
 					return nil, 0, &LineError{Line: row.Line, Err: fmt.Errorf("field %q: %w", f.Key, err)}
 				}

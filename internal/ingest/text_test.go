@@ -3,6 +3,7 @@ package ingest
 import (
 	"log/slog"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -97,3 +98,44 @@ func TestLineProtocolText(t *testing.T) {
 		t.Fatalf("long text: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// FuzzCSVText: text rows that parse are valid text values, and quoting
+// them again (a quote doubled) parses back to the same values.
+// Run: go test -run '^$' -fuzz FuzzCSVText -fuzztime 60s ./internal/ingest/
+func FuzzCSVText(f *testing.F) {
+	f.Add([]byte("b,2,\"RUN\"\nb,3,\"a \"\"q\"\", c\",bad\n"))
+	f.Add([]byte("a,1,\"\"\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cr := NewCSVReader(strings.NewReader(string(data)))
+		var texts []model.TextPoint
+		for {
+			_, err := cr.Next(nil, 7)
+			texts = append(texts, cr.Texts()...)
+			if err != nil {
+				break
+			}
+		}
+		var b strings.Builder
+		for _, p := range texts {
+			if err := model.CheckText(p.Text); err != nil {
+				t.Fatalf("parsed invalid text %q: %v", p.Text, err)
+			}
+			b.WriteString(p.Tag + "," + itoa64(p.T) + ",\"" + strings.ReplaceAll(p.Text, `"`, `""`) + "\"," + p.Q.String() + "\n")
+		}
+		cr = NewCSVReader(strings.NewReader(b.String()))
+		if _, err := cr.Next(nil, len(texts)+1); err != nil && len(texts) > 0 {
+			t.Fatalf("re-parse: %v", err)
+		}
+		got := cr.Texts()
+		if len(got) != len(texts) {
+			t.Fatalf("%d values re-parsed, want %d", len(got), len(texts))
+		}
+		for i := range got {
+			if got[i] != texts[i] {
+				t.Fatalf("value %d: %+v became %+v", i, texts[i], got[i])
+			}
+		}
+	})
+}
+
+func itoa64(v int64) string { return strconv.FormatInt(v, 10) }
