@@ -74,6 +74,9 @@ func TestMain(m *testing.M) {
 //   - every other request is stored whole or not at all, never in part,
 //     and stays as the previous restart found it.
 //
+// A third of the requests import text values (quoted CSV values of text
+// tags), on both paths, and are checked the same way.
+//
 // Rounds alternate durability "fsync" and "relaxed": a killed process
 // (unlike a power cut) must lose no acknowledged write in either mode.
 //
@@ -229,6 +232,7 @@ func (p *pithProc) stop(t *testing.T) {
 type killReq struct {
 	id    int
 	large bool
+	text  bool // the rows are text values (textValue)
 	tags  []string
 	rows  int // per tag
 	acked bool
@@ -243,6 +247,17 @@ const (
 
 func (r *killReq) value(i int) float64 { return float64(r.id) + float64(i)/1e4 }
 
+// textValue is row i's value in a text request.
+func (r *killReq) textValue(i int) string { return fmt.Sprintf("r%d «%d», \"q\"", r.id, i) }
+
+// want returns row i's value as the JSON API shows it.
+func (r *killReq) want(i int) any {
+	if r.text {
+		return r.textValue(i)
+	}
+	return r.value(i)
+}
+
 func (r *killReq) body() []byte {
 	var b bytes.Buffer
 	b.Grow(len(r.tags) * r.rows * 40)
@@ -252,7 +267,11 @@ func (r *killReq) body() []byte {
 			b.WriteByte(',')
 			b.WriteString(strconv.FormatInt(killT0+int64(i)*1000, 10))
 			b.WriteByte(',')
-			b.WriteString(strconv.FormatFloat(r.value(i), 'g', -1, 64))
+			if r.text {
+				b.WriteString(`"r` + strconv.Itoa(r.id) + ` «` + strconv.Itoa(i) + `», ""q"""`)
+			} else {
+				b.WriteString(strconv.FormatFloat(r.value(i), 'g', -1, 64))
+			}
 			b.WriteByte('\n')
 		}
 	}
@@ -267,15 +286,19 @@ type killState struct {
 }
 
 func (s *killState) newReq(rnd *rand.Rand, large bool) *killReq {
-	r := &killReq{id: int(s.next.Add(1)), large: large}
+	r := &killReq{id: int(s.next.Add(1)), large: large, text: rnd.IntN(3) == 0}
+	kind := "crash"
+	if r.text {
+		kind = "crash.text"
+	}
 	if large {
 		r.rows = largeRowsEach
 		for j := 0; j < largeTags; j++ {
-			r.tags = append(r.tags, fmt.Sprintf("crash.large.%d.%d", r.id, j))
+			r.tags = append(r.tags, fmt.Sprintf("%s.large.%d.%d", kind, r.id, j))
 		}
 	} else {
 		r.rows = 1 + rnd.IntN(500)
-		r.tags = []string{fmt.Sprintf("crash.small.%d", r.id)}
+		r.tags = []string{fmt.Sprintf("%s.small.%d", kind, r.id)}
 	}
 	s.mu.Lock()
 	s.reqs = append(s.reqs, r)
@@ -373,8 +396,8 @@ func (s *killState) check(t *testing.T, base string, round int, all bool) {
 			r.state = 1
 			last := r.tags[len(r.tags)-1]
 			want := killT0 + int64(r.rows-1)*1000
-			if l, ok := latest[last]; !ok || l.TS != want || l.Value != r.value(r.rows-1) {
-				failures = append(failures, fmt.Sprintf("request %d: /latest for %s is %+v, want ts %d value %v", r.id, last, l, want, r.value(r.rows-1)))
+			if l, ok := latest[last]; !ok || l.TS != want || l.Value != r.want(r.rows-1) {
+				failures = append(failures, fmt.Sprintf("request %d: /latest for %s is %+v, want ts %d value %v", r.id, last, l, want, r.want(r.rows-1)))
 			}
 		case res.present == 0 && r.acked:
 			failures = append(failures, fmt.Sprintf("acknowledged request %d (%d rows, large %v) is lost", r.id, r.rows*len(r.tags), r.large))
@@ -422,26 +445,27 @@ func checkTag(base string, r *killReq, tag string) (int, string) {
 		return 0, fmt.Sprintf("GET data %s: %s %s", tag, resp.Status, body)
 	}
 	var out struct {
-		Points [][2]*float64 `json:"points"`
+		Points [][2]any `json:"points"`
 	}
 	if err := json.Unmarshal(body, &out); err != nil {
 		return 0, fmt.Sprintf("decode data %s: %v", tag, err)
 	}
 	for i, p := range out.Points {
-		if i >= r.rows || p[0] == nil || p[1] == nil {
+		ms, ok := p[0].(float64)
+		if i >= r.rows || !ok || p[1] == nil {
 			return 0, fmt.Sprintf("tag %s: unexpected point %d", tag, i)
 		}
-		if int64(*p[0]) != killT0+int64(i)*1000 || *p[1] != r.value(i) {
-			return 0, fmt.Sprintf("tag %s point %d: got [%v %v], want [%d %v]", tag, i, *p[0], *p[1], killT0+int64(i)*1000, r.value(i))
+		if int64(ms) != killT0+int64(i)*1000 || p[1] != r.want(i) {
+			return 0, fmt.Sprintf("tag %s point %d: got [%v %v], want [%d %v]", tag, i, p[0], p[1], killT0+int64(i)*1000, r.want(i))
 		}
 	}
 	return len(out.Points), ""
 }
 
 type latestValue struct {
-	Tag   string  `json:"tag"`
-	TS    int64   `json:"ts"`
-	Value float64 `json:"value"`
+	Tag   string `json:"tag"`
+	TS    int64  `json:"ts"`
+	Value any    `json:"value"` // float64, or string for a text tag
 }
 
 func fetchLatest(t *testing.T, base string) map[string]latestValue {

@@ -55,7 +55,7 @@ func startCentral(ctx context.Context, c config.Central, db centralWriter, log *
 			wait := centralRetryMin
 			for ctx.Err() == nil {
 				start := time.Now()
-				err := forward.Consume(ctx, c.NATS, c.Subjects, c.Durable, forward.Handlers{Points: w.sink(ctx), Delete: w.delete(ctx), Labels: w.labels(ctx)}, log.With("worker", i))
+				err := forward.Consume(ctx, c.NATS, c.Subjects, c.Durable, forward.Handlers{Points: w.sink(ctx), Delete: w.delete(ctx), Labels: w.labels(ctx), Text: w.text(ctx)}, log.With("worker", i))
 				if ctx.Err() != nil {
 					return
 				}
@@ -113,6 +113,38 @@ func (w *centralWorker) sink(ctx context.Context) forward.SinkFunc {
 			}
 			w.log.Error("central store refused a point; skipping it", "site", site, "tag", pe.Tag, "err", pe.Err)
 			pts = append(pts[:pe.Index], pts[pe.Index+1:]...)
+		}
+	}
+}
+
+// centralTextWriter is a centralWriter that stores text, as *store.DB does.
+type centralTextWriter interface {
+	WriteText(ctx context.Context, pts []model.TextPoint) error
+}
+
+// text returns the forward.TextFunc of w: an edge's text values stored
+// under "<site>.<tag>". A value the store refuses (text for a tag that
+// holds numbers here) is logged and skipped, as a refused point is.
+func (w *centralWorker) text(ctx context.Context) forward.TextFunc {
+	tw, ok := w.db.(centralTextWriter)
+	if !ok {
+		return nil
+	}
+	return func(site string, pts []model.TextPoint) error {
+		for i := range pts {
+			pts[i].Tag = site + "." + pts[i].Tag
+		}
+		for refused := 0; ; refused++ {
+			err := tw.WriteText(ctx, pts)
+			var pe *model.PointError
+			if err == nil || !errors.As(err, &pe) || refused >= centralMaxRefused || pe.Index < 0 || pe.Index >= len(pts) {
+				return err
+			}
+			w.log.Error("central store refused a text value; skipping it", "site", site, "tag", pe.Tag, "err", pe.Err)
+			pts = append(pts[:pe.Index], pts[pe.Index+1:]...)
+			if len(pts) == 0 {
+				return nil
+			}
 		}
 	}
 }

@@ -48,6 +48,18 @@ type road struct {
 
 var _ writer = (*road)(nil)
 
+var _ api.TextQueries = (*road)(nil)
+
+// RawText reads a text tag's values from the store.
+func (r *road) RawText(tag string, from, to int64, limit int) ([]model.TextSample, error) {
+	return r.db.RawText(tag, from, to, limit)
+}
+
+// AggregateText answers first or last of a text tag per bucket.
+func (r *road) AggregateText(tag string, from, to int64, n int, agg model.Agg) ([]store.TextBucket, error) {
+	return r.db.AggregateText(tag, from, to, n, agg)
+}
+
 func newRoad(db *store.DB, tab *tag.Table) *road {
 	return &road{Store: api.WrapDB(db), db: db, tab: tab}
 }
@@ -69,6 +81,12 @@ var (
 	_ tag.LabelSink  = (*archive.Queue)(nil)
 )
 
+// WriteMixed is the road of pushed numbers with text (line-protocol
+// string fields), stored together.
+func (r *road) WriteMixed(ctx context.Context, pts []model.Point, texts []model.TextPoint) error {
+	return r.tab.WriteMixed(ctx, pts, texts, pushSource)
+}
+
 // Begin starts an import.
 func (r *road) Begin() api.Tx {
 	return &importTx{tx: r.db.Begin(), r: r, newest: make(map[string]model.Point)}
@@ -81,6 +99,24 @@ type importTx struct {
 
 	newest map[string]model.Point // each tag's newest point
 	last   string                 // the tag of the previous point, to skip most map writes
+	texts  map[string]model.TextPoint
+}
+
+// AddText stages text rows; each text tag's newest value is kept for the
+// table.
+func (t *importTx) AddText(pts []model.TextPoint) error {
+	if err := t.tx.AddText(pts); err != nil {
+		return err
+	}
+	if t.texts == nil {
+		t.texts = make(map[string]model.TextPoint)
+	}
+	for _, p := range pts {
+		if n, ok := t.texts[p.Tag]; !ok || p.T >= n.T {
+			t.texts[p.Tag] = p
+		}
+	}
+	return nil
 }
 
 func (t *importTx) Add(pts []model.Point) error {
@@ -120,6 +156,13 @@ func (t *importTx) Commit(ctx context.Context) error {
 		pts = append(pts, p)
 	}
 	t.stored(pts)
+	if len(t.texts) > 0 {
+		tpts := make([]model.TextPoint, 0, len(t.texts))
+		for _, p := range t.texts {
+			tpts = append(tpts, p)
+		}
+		t.r.tab.StoredText(tpts, importSource)
+	}
 	return nil
 }
 
@@ -139,5 +182,5 @@ func (t *importTx) Rollback() {
 }
 
 func (t *importTx) release() {
-	t.newest = nil
+	t.newest, t.texts = nil, nil
 }

@@ -5,12 +5,15 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"sync"
 
 	"github.com/pith-historian/pith/internal/api"
+	"github.com/pith-historian/pith/internal/archive"
 	"github.com/pith-historian/pith/internal/config"
+	"github.com/pith-historian/pith/internal/ingest"
 	"github.com/pith-historian/pith/internal/model"
 	"github.com/pith-historian/pith/internal/process"
 	"github.com/pith-historian/pith/internal/store"
@@ -157,4 +160,44 @@ func withInputChains(wr writer, cfg *config.Config, db *store.DB, log *slog.Logg
 	rc.Shift = push.Shift // a backfill moved a running total: the live chains follow
 	return processedWriter{writer: wr, push: push, rc: rc, log: log.With("part", "process"),
 		newest: &newest{db: db, t: make(map[string]int64)}}, nil
+}
+
+// WriteMixed stores a push request's numbers through the chains, then its
+// text values (chains compute numbers only) on the road. With chains the
+// two are separate writes: a request whose text is refused keeps its
+// numbers (without chains the road stores both atomically).
+func (w processedWriter) WriteMixed(ctx context.Context, pts []model.Point, texts []model.TextPoint) error {
+	if err := w.Write(ctx, pts); err != nil || len(texts) == 0 {
+		return err
+	}
+	ts, ok := w.writer.(ingest.TextSink)
+	if !ok {
+		return archive.ErrNoText
+	}
+	err := ts.WriteMixed(ctx, nil, texts)
+	var pe *model.PointError
+	if errors.As(err, &pe) {
+		// The caller names the line by index: text follows the numbers.
+		return &model.PointError{Index: len(pts) + pe.Index, Tag: pe.Tag, Err: pe.Err}
+	}
+	return err
+}
+
+// RawText and AggregateText read text from the road's store.
+func (w processedWriter) RawText(tag string, from, to int64, limit int) ([]model.TextSample, error) {
+	return w.writer.(api.TextQueries).RawText(tag, from, to, limit)
+}
+
+func (w processedWriter) AggregateText(tag string, from, to int64, n int, agg model.Agg) ([]store.TextBucket, error) {
+	return w.writer.(api.TextQueries).AggregateText(tag, from, to, n, agg)
+}
+
+// AddText stages an import's text values; chains compute numbers only,
+// so nothing is recomputed for them.
+func (t *recomputeTx) AddText(pts []model.TextPoint) error {
+	tt, ok := t.Tx.(api.TextTx)
+	if !ok {
+		return archive.ErrNoText
+	}
+	return tt.AddText(pts)
 }

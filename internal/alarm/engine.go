@@ -386,6 +386,9 @@ func (e *Engine) Observe(cs []tag.Change, now time.Time) {
 	e.mu.Lock()
 	for i := range cs {
 		c := &cs[i]
+		if c.IsText {
+			continue // alarm conditions compare numbers
+		}
 		for _, a := range e.byTag[c.Tag] {
 			a.id, a.resolved = c.ID, true
 			e.observeLocked(a, c.V, c.Q, c.Has, c.T, now)

@@ -100,6 +100,10 @@ func (s *Server) handleData(w http.ResponseWriter, r *http.Request) {
 		// One sample more than the cap tells a full answer from a cut one;
 		// the extra sample's time is where the next page starts.
 		samples, err := s.st.Raw(d.tag, d.from, d.to, d.points+1)
+		if errors.Is(err, store.ErrKind) {
+			s.handleTextData(w, d, b[:0])
+			return
+		}
 		if err != nil {
 			s.queryError(w, d.tag, err)
 			return
@@ -120,6 +124,10 @@ func (s *Server) handleData(w http.ResponseWriter, r *http.Request) {
 		}
 	} else {
 		buckets, err := s.st.Aggregate(d.tag, d.from, d.to, d.points, d.agg)
+		if errors.Is(err, model.ErrTextAgg) && (d.agg == model.AggFirst || d.agg == model.AggLast) {
+			s.handleTextData(w, d, b[:0])
+			return
+		}
 		if err != nil {
 			s.queryError(w, d.tag, err)
 			return
@@ -161,6 +169,8 @@ func (s *Server) queryError(w http.ResponseWriter, tag string, err error) {
 			msg = "unknown tag " + strconv.Quote(tag)
 		}
 		writeError(w, http.StatusNotFound, msg)
+	case errors.Is(err, model.ErrTextAgg), errors.Is(err, store.ErrKind):
+		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, store.ErrClosed):
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 	default:
@@ -191,6 +201,9 @@ func (s *Server) handleTags(w http.ResponseWriter, r *http.Request) {
 		b = strconv.AppendInt(b, t.First, 10)
 		b = append(b, `,"last":`...)
 		b = strconv.AppendInt(b, t.Last, 10)
+		if t.Text {
+			b = append(b, `,"kind":"text"`...)
+		}
 		ls := t.Labels
 		if s.opts.Meta != nil {
 			if m, ok := s.opts.Meta(t.Name); ok {

@@ -25,6 +25,9 @@ var gzipMagic = []byte{0x1f, 0x8b}
 // Options.MaxImportInflatedBytes.
 var errInflatedTooLarge = errors.New("decompressed body too large")
 
+// errNoText is the error of a text row for a store that keeps no text.
+var errNoText = errors.New("text values are not supported by this store")
+
 // errUnsupportedEncoding marks a Content-Encoding the import cannot read.
 var errUnsupportedEncoding = errors.New("unsupported Content-Encoding")
 
@@ -115,13 +118,27 @@ func (s *Server) importBody(ctx context.Context, encoding string, body io.Reader
 		if err := tx.Add(pts); err != nil {
 			var pe *model.PointError
 			if errors.As(err, &pe) {
-				// The store refused a row (too old for the retention): the
-				// batch ends at the reader's line, rows are one per line.
-				return 0, &ingest.LineError{Line: cr.Line() - (len(pts) - 1 - pe.Index), Err: pe.Err}
+				// The store refused a row (too old for the retention, a
+				// number for a text tag).
+				return 0, &ingest.LineError{Line: cr.PointLine(pe.Index), Err: pe.Err}
 			}
 			return 0, &storeError{fmt.Errorf("stage points: %w", err)}
 		}
 		total += int64(len(pts))
+		if texts := cr.Texts(); len(texts) > 0 {
+			tt, ok := tx.(TextTx)
+			if !ok {
+				return 0, &ingest.LineError{Line: cr.TextLine(0), Err: errNoText}
+			}
+			if err := tt.AddText(texts); err != nil {
+				var pe *model.PointError
+				if errors.As(err, &pe) {
+					return 0, &ingest.LineError{Line: cr.TextLine(pe.Index), Err: pe.Err}
+				}
+				return 0, &storeError{fmt.Errorf("stage text: %w", err)}
+			}
+			total += int64(len(texts))
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, &storeError{fmt.Errorf("commit import: %w", err)}

@@ -59,7 +59,11 @@ func (s *Server) handleLatest(w http.ResponseWriter, r *http.Request) {
 		b = append(b, `,"ts":`...)
 		b = strconv.AppendInt(b, v.T, 10)
 		b = append(b, `,"value":`...)
-		b = jsonenc.AppendFloat(b, v.V)
+		if v.IsText {
+			b = jsonenc.AppendString(b, v.Text)
+		} else {
+			b = jsonenc.AppendFloat(b, v.V)
+		}
 		b = append(b, `,"quality":`...)
 		b = jsonenc.AppendString(b, v.Q.String())
 		b = append(b, '}')
@@ -149,7 +153,7 @@ func (s *Server) latestAll(cur Current) ([]store.Latest, error) {
 }
 
 func fromCurrent(v tag.Value) store.Latest {
-	return store.Latest{Tag: v.Tag, Sample: model.Sample{T: v.T, V: v.V, Q: v.Q}}
+	return store.Latest{Tag: v.Tag, Sample: model.Sample{T: v.T, V: v.V, Q: v.Q}, IsText: v.IsText, Text: v.Text}
 }
 
 // merge answers a tag the table knows without a value: the stored value,

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/pith-historian/pith/internal/model"
 
@@ -19,6 +20,26 @@ type Tx interface {
 	Commit(ctx context.Context) error
 	// Rollback drops the staged points; it is a no-op after Commit.
 	Rollback()
+}
+
+// TextTx is a Tx that also takes text values (the import's quoted values).
+// A Tx without it refuses text rows.
+type TextTx interface {
+	// AddText stages text points; like Add it must not keep pts. A
+	// refused point is a *model.PointError (text for a numeric tag).
+	AddText(pts []model.TextPoint) error
+}
+
+// TextQueries are the reads of text tags, implemented by a Store that
+// holds text. A store without it answers text tags as it can (not at all).
+type TextQueries interface {
+	// RawText returns at most limit stored values of a text tag in
+	// [from, to), in time order; an error wrapping store.ErrKind for a
+	// numeric tag.
+	RawText(tag string, from, to int64, limit int) ([]model.TextSample, error)
+	// AggregateText answers first or last of a text tag per bucket, as
+	// Aggregate does for numbers (count of a text tag is Aggregate's).
+	AggregateText(tag string, from, to int64, n int, agg model.Agg) ([]store.TextBucket, error)
 }
 
 // Queries are the reads the API serves. They are called concurrently from
@@ -72,6 +93,22 @@ func (s dbStore[T, D]) Raw(tag string, from, to int64, limit int) ([]model.Sampl
 func (s dbStore[T, D]) Latest(tags ...string) ([]store.Latest, error) { return s.db.Latest(tags...) }
 
 func (s dbStore[T, D]) Tags() []store.TagInfo { return s.db.Tags() }
+
+// RawText reads text when the wrapped store holds text.
+func (s dbStore[T, D]) RawText(tag string, from, to int64, limit int) ([]model.TextSample, error) {
+	if tq, ok := any(s.db).(TextQueries); ok {
+		return tq.RawText(tag, from, to, limit)
+	}
+	return nil, fmt.Errorf("text of %q: %w", tag, store.ErrKind)
+}
+
+// AggregateText aggregates text when the wrapped store holds text.
+func (s dbStore[T, D]) AggregateText(tag string, from, to int64, n int, agg model.Agg) ([]store.TextBucket, error) {
+	if tq, ok := any(s.db).(TextQueries); ok {
+		return tq.AggregateText(tag, from, to, n, agg)
+	}
+	return nil, fmt.Errorf("text of %q: %w", tag, store.ErrKind)
+}
 
 // Controller writes a value to the device behind a tag. Control returns
 // once the device acknowledged; it is called concurrently. Its errors

@@ -213,6 +213,39 @@ func (q *Queue) Write(ctx context.Context, pts []model.Point) error {
 	return nil
 }
 
+// TextWriter is a Writer that stores text values, as *store.DB does.
+type TextWriter interface {
+	WriteMixed(ctx context.Context, pts []model.Point, texts []model.TextPoint) error
+}
+
+var _ TextWriter = (*store.DB)(nil)
+
+// ErrNoText is returned by WriteText when the queue's Writer keeps no text.
+var ErrNoText = errors.New("the archive keeps no text values")
+
+// WriteMixed is the road of text values (tag.Table.WriteText and
+// WriteMixed), as Write is for pushed numbers: numbers and text in one
+// atomic, durable write in the caller's goroutine, counted with the
+// queue's writes.
+func (q *Queue) WriteMixed(ctx context.Context, pts []model.Point, texts []model.TextPoint) error {
+	tw, ok := q.w.(TextWriter)
+	if !ok {
+		return ErrNoText
+	}
+	if len(pts)+len(texts) == 0 {
+		return nil
+	}
+	start := time.Now()
+	if err := tw.WriteMixed(ctx, pts, texts); err != nil {
+		return err
+	}
+	now := time.Now()
+	q.mu.Lock()
+	q.c.wrote(len(pts)+len(texts), now.Sub(start), now)
+	q.mu.Unlock()
+	return nil
+}
+
 // appendRun appends pts to shard s, starting new chunks as needed and
 // waking the shard's writer when a chunk starts (to arm its delay timer) or
 // fills; q.mu is held.
@@ -396,6 +429,20 @@ func (q *Queue) write(pts []model.Point) error {
 			q.c.wrote(len(pts), took, time.Now())
 			q.mu.Unlock()
 			return nil
+		}
+		var pe *model.PointError
+		if errors.As(err, &pe) && errors.Is(err, store.ErrKind) && pe.Index >= 0 && pe.Index < len(pts) {
+			// A number for a tag the store holds as text can never be
+			// written: it is dropped, counted and logged, the rest goes on.
+			q.c.writeErrors++
+			q.c.wrongKind++
+			q.mu.Unlock()
+			q.log.Warn("archive drops a number for a text tag", "tag", pe.Tag, "t", pts[pe.Index].T)
+			pts = append(pts[:pe.Index:pe.Index], pts[pe.Index+1:]...)
+			if len(pts) == 0 {
+				return nil
+			}
+			continue
 		}
 		q.c.writeErrors++
 		if now := time.Now(); now.Sub(q.lastWarn) >= warnEvery {

@@ -23,6 +23,7 @@ type Stats struct {
 	WriteErrors  uint64  // failed Write calls (each retried)
 	Overflows    uint64  // batches refused by Enqueue (byte bound or closed)
 	Dropped      uint64  // points in those batches
+	WrongKind    uint64  // numbers for a tag the store holds as text, dropped
 	PerSec       float64 // points written per second, over the last second or more
 	Commit       Latency // Write call durations over the last 128 writes
 	Frozen       bool
@@ -46,6 +47,7 @@ type Drain struct {
 
 type counters struct {
 	enqueued, written, writes, writeErrors, overflows, dropped uint64
+	wrongKind                                                  uint64
 
 	lat  [latencyWindow]time.Duration
 	latN int // commits recorded, the ring's write position is latN % len(lat)
@@ -130,6 +132,7 @@ func (q *Queue) Stats() Stats {
 		WriteErrors:  q.c.writeErrors,
 		Overflows:    q.c.overflows,
 		Dropped:      q.c.dropped,
+		WrongKind:    q.c.wrongKind,
 		PerSec:       q.c.rate,
 		Commit:       q.c.latency(),
 		Frozen:       now.Before(q.frozenTo),

@@ -42,7 +42,14 @@ type Handlers struct {
 	Points SinkFunc   // a batch of points; required
 	Delete DeleteFunc // a delete; nil acknowledges and logs delete messages unapplied
 	Labels LabelsFunc // tag labels; nil acknowledges labels messages unapplied
+	// Text stores the text values of a message (header Pith-Kind: text);
+	// nil acknowledges and logs them unstored.
+	Text TextFunc
 }
+
+// TextFunc stores text values published by site; nil means they are
+// durable and the message is acknowledged.
+type TextFunc func(site string, pts []model.TextPoint) error
 
 // Consume pulls batches from the JetStream stream holding subjects with
 // the durable pull consumer named durable (created or updated), and calls
@@ -167,6 +174,11 @@ func (g *consumeGroup) add(ctx context.Context, m jetstream.Msg) {
 		consumeLabels(ctx, m, g.h, g.log)
 		return
 	}
+	if m.Headers().Get(natsKindHeader) == natsKindText {
+		g.flush(ctx)
+		consumeText(ctx, m, g.h, g.log)
+		return
+	}
 	n := len(g.pts)
 	var err error
 	if _, g.pts, err = DecodeBatch(g.pts, m.Data()); err != nil {
@@ -249,6 +261,29 @@ func consumeLabels(ctx context.Context, m jetstream.Msg, h Handlers, log *slog.L
 	}
 	if err := m.DoubleAck(ctx); err != nil {
 		log.Warn("ack message", "err", err) // labels are idempotent
+	}
+}
+
+// consumeText stores the text values of one message, in order with the
+// points before it (the group was flushed).
+func consumeText(ctx context.Context, m jetstream.Msg, h Handlers, log *slog.Logger) {
+	site := siteOf(m.Subject())
+	_, texts, err := DecodeTextBatch(nil, m.Data())
+	if err != nil {
+		terminate(m, err, log)
+		return
+	}
+	if h.Text == nil {
+		log.Warn("no text handler; text message acknowledged unstored", "site", site, "values", len(texts))
+	} else if err := h.Text(site, texts); err != nil {
+		log.Warn("sink refused text; redelivering later", "site", site, "values", len(texts), "err", err)
+		if err := m.NakWithDelay(consumeNakDelay); err != nil {
+			log.Warn("nak message", "err", err)
+		}
+		return
+	}
+	if err := m.DoubleAck(ctx); err != nil {
+		log.Warn("ack message", "err", err) // the message comes again; the store takes the repeat
 	}
 }
 

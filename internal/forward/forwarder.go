@@ -284,7 +284,7 @@ func toBatch(site string, sb store.Batch) Batch {
 		out.ID = EntryID(site, e.ID.Segment, e.ID.Offset)
 		switch e.Kind {
 		case store.EntryPoints:
-			out.Points = e.Points
+			out.Points, out.Texts = e.Points, e.Texts
 		case store.EntryDelete:
 			out.Delete = &Delete{Tag: e.Tag, From: e.From, To: e.To}
 		case store.EntryLabels:

@@ -19,6 +19,7 @@ type fakeSink struct {
 	mu      sync.Mutex
 	ids     []string // entry ids, in the order received
 	points  []model.Point
+	texts   []model.TextPoint
 	deletes []Delete
 	down    bool            // every send fails with a retryable error
 	refuse  map[string]bool // batches whose first entry has this id are refused permanently
@@ -39,7 +40,8 @@ func (s *fakeSink) Send(ctx context.Context, b Batch) error {
 	for _, e := range b.Entries {
 		s.ids = append(s.ids, e.ID)
 		s.points = append(s.points, e.Points...)
-		n += len(e.Points)
+		s.texts = append(s.texts, e.Texts...)
+		n += len(e.Points) + len(e.Texts)
 		if e.Delete != nil {
 			s.deletes = append(s.deletes, *e.Delete)
 		}

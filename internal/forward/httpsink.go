@@ -63,6 +63,7 @@ type HTTPSink struct {
 
 	mu     sync.Mutex
 	pts    []model.Point
+	texts  []model.TextPoint
 	names  map[string]string // tag -> "<site>.<tag>"
 	body   bytes.Buffer      // gzipped CSV
 	row    []byte
@@ -132,9 +133,10 @@ func (s *HTTPSink) Send(ctx context.Context, b Batch) error {
 			}
 			continue
 		}
-		s.pts = s.pts[:0]
+		s.pts, s.texts = s.pts[:0], s.texts[:0]
 		for i := range run {
 			s.pts = append(s.pts, run[i].Points...)
+			s.texts = append(s.texts, run[i].Texts...)
 		}
 		if err := s.sendPoints(ctx, runID(run), s.pts); err != nil {
 			return err
@@ -145,7 +147,7 @@ func (s *HTTPSink) Send(ctx context.Context, b Batch) error {
 
 // sendPoints imports pts, the points of the entries id names.
 func (s *HTTPSink) sendPoints(ctx context.Context, id string, pts []model.Point) error {
-	if len(pts) == 0 {
+	if len(pts) == 0 && len(s.texts) == 0 {
 		return nil
 	}
 	if err := s.encode(pts); err != nil {
@@ -248,11 +250,42 @@ func (s *HTTPSink) encode(pts []model.Point) error {
 			row = row[:0]
 		}
 	}
+	for i := range s.texts {
+		p := &s.texts[i]
+		row = AppendCSVTextRow(row, siteTag(s.opts.Site, p.Tag), p)
+		if len(row) >= 32<<10 {
+			if _, err := s.zw.Write(row); err != nil {
+				return err
+			}
+			row = row[:0]
+		}
+	}
 	if _, err := s.zw.Write(row); err != nil {
 		return err
 	}
 	s.row = row[:0]
 	return s.zw.Close()
+}
+
+// AppendCSVTextRow appends the import row of a text value under the name
+// tag: the text in double quotes, a quote inside doubled.
+func AppendCSVTextRow(dst []byte, tag string, p *model.TextPoint) []byte {
+	dst = append(dst, tag...)
+	dst = append(dst, ',')
+	dst = strconv.AppendInt(dst, p.T, 10)
+	dst = append(dst, ',', '"')
+	for i := 0; i < len(p.Text); i++ {
+		if p.Text[i] == '"' {
+			dst = append(dst, '"')
+		}
+		dst = append(dst, p.Text[i])
+	}
+	dst = append(dst, '"')
+	if p.Q != model.QualityGood {
+		dst = append(dst, ',')
+		dst = append(dst, p.Q.String()...)
+	}
+	return append(dst, '\n')
 }
 
 // AppendCSVRow appends the import row of p under the name tag:

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pith-historian/pith/internal/jsonenc"
 	"github.com/pith-historian/pith/internal/model"
 
 	"github.com/eclipse/paho.golang/autopaho"
@@ -76,7 +77,8 @@ type MQTTSink struct {
 
 	mu      sync.Mutex
 	pts     []model.Point
-	ids     []mqttID // where each of pts is in the batch
+	ids     []mqttID         // where each of pts is in the batch
+	texts   map[int32]string // the text of the points of pts that are text values
 	skipped atomic.Uint64
 	topics  map[string]string // tag -> topic
 	closed  bool
@@ -191,6 +193,18 @@ func AppendMQTTPayload(dst []byte, p model.Point) []byte {
 	return append(dst, `"}`...)
 }
 
+// AppendMQTTTextPayload appends the JSON payload of one text value:
+// {"ts":<Unix ms>,"value":"<text>","quality":"good|bad|uncertain"}.
+func AppendMQTTTextPayload(dst []byte, t int64, text string, q model.Quality) []byte {
+	dst = append(dst, `{"ts":`...)
+	dst = strconv.AppendInt(dst, t, 10)
+	dst = append(dst, `,"value":`...)
+	dst = jsonenc.AppendString(dst, text)
+	dst = append(dst, `,"quality":"`...)
+	dst = append(dst, q.String()...)
+	return append(dst, `"}`...)
+}
+
 // Send publishes every point of b and returns nil once each was
 // acknowledged. Each message carries its entry id and its index in the
 // entry (user properties pith-entry and pith-index) so that a subscriber
@@ -203,6 +217,7 @@ func (s *MQTTSink) Send(ctx context.Context, b Batch) error {
 		return errors.New("send to mqtt: sink closed")
 	}
 	s.pts, s.ids = s.pts[:0], s.ids[:0]
+	clear(s.texts)
 	for i := range b.Entries {
 		e := &b.Entries[i]
 		if e.Delete != nil {
@@ -213,6 +228,14 @@ func (s *MQTTSink) Send(ctx context.Context, b Batch) error {
 		for j := range e.Points {
 			s.pts = append(s.pts, e.Points[j])
 			s.ids = append(s.ids, mqttID{int32(i), int32(j)})
+		}
+		for j, t := range e.Texts {
+			if s.texts == nil {
+				s.texts = make(map[int32]string)
+			}
+			s.texts[int32(len(s.pts))] = t.Text
+			s.pts = append(s.pts, model.Point{Tag: t.Tag, T: t.T, Q: t.Q})
+			s.ids = append(s.ids, mqttID{int32(i), int32(len(e.Points) + j)})
 		}
 	}
 	if len(s.pts) == 0 {
@@ -254,7 +277,7 @@ func (s *MQTTSink) publish(ctx context.Context, b Batch, pts []model.Point) erro
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	ids := s.ids
+	ids, texts := s.ids, s.texts
 	var wg sync.WaitGroup
 	for _, shard := range shards {
 		if len(shard) == 0 {
@@ -277,7 +300,11 @@ func (s *MQTTSink) publish(ctx context.Context, b Batch, pts []model.Point) erro
 							{Key: MQTTIndexProperty, Value: strconv.Itoa(int(id.index))},
 						},
 					},
-					Payload: AppendMQTTPayload(make([]byte, 0, 64), p),
+				}
+				if x, ok := texts[i]; ok {
+					msg.Payload = AppendMQTTTextPayload(make([]byte, 0, 64+len(x)), p.T, x, p.Q)
+				} else {
+					msg.Payload = AppendMQTTPayload(make([]byte, 0, 64), p)
 				}
 				if pr, err := s.cm.Publish(ctx, msg); err != nil {
 					cancel(mqttError(entry, msg.Topic, pr, err))

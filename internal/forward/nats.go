@@ -25,6 +25,9 @@ const (
 	// natsMaxEntryPoints bounds the points of one message, about 11 bytes
 	// each: under the server's default max_payload of 1 MiB.
 	natsMaxEntryPoints = 32768
+	// natsMaxEntryTexts bounds the text values of one message: at most
+	// 1 KiB each, under the server's default max_payload of 1 MiB.
+	natsMaxEntryTexts = 512
 
 	// natsMaxPending bounds the messages of one batch awaiting their
 	// acks: more than a batch of DefaultBatchPoints entries can hold.
@@ -205,6 +208,18 @@ func (s *NATSSink) Send(ctx context.Context, b Batch) error {
 				return err
 			}
 			pts = pts[n:]
+		}
+		for k, texts := 0, e.Texts; len(texts) > 0; k++ {
+			// Text values go in their own messages (header Pith-Kind:
+			// text), so that a central Pith without text support refuses
+			// them alone. 512 values of at most 1 KiB stay under 1 MiB.
+			n := min(len(texts), natsMaxEntryTexts)
+			msg := &nats.Msg{Subject: s.subject, Data: EncodeTextBatch(time.Now().UnixMilli(), texts[:n]), Header: nats.Header{}}
+			msg.Header.Set(natsKindHeader, natsKindText)
+			if err := s.publish(ctx, msg, e.ID+"+t"+strconv.Itoa(k)); err != nil {
+				return err
+			}
+			texts = texts[n:]
 		}
 	}
 	for _, f := range s.futures {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,6 +77,9 @@ type PostgresSink struct {
 	// entry; labelsReady says it exists.
 	labels      string
 	labelsReady bool
+	text        string // quoted name of the text table: <table>_text
+	textUp      string // the text upsert
+	textDel     string // a forwarded delete applied to the text table
 
 	mu     sync.Mutex
 	conn   *pgconn.PgConn
@@ -85,6 +89,11 @@ type PostgresSink struct {
 	stage  pgStageRows
 	copy   []byte // the COPY body being built
 	closed bool
+	// textReady: the text table is known to exist (looked up at the first
+	// connection, created by the first text value).
+	textReady bool
+	textSeen  bool // the text table was looked up
+	textMade  bool // the current transaction wrote (and may have created) it
 
 	upserts atomic.Uint64
 }
@@ -117,13 +126,23 @@ func NewPostgresSink(opts PostgresOptions, log *slog.Logger) (*PostgresSink, err
 	table := ident.Sanitize()
 	lident := append(pgIdent(nil), ident...)
 	lident[len(lident)-1] += "_labels"
+	textIdent := append(pgIdent(nil), ident...)
+	textIdent[len(textIdent)-1] += "_text"
+	text := textIdent.Sanitize()
 	s := &PostgresSink{
 		labels: lident.Sanitize(),
-		opts:   opts,
-		log:    log,
-		cfg:    cfg,
-		ident:  ident,
-		table:  table,
+		text:   text,
+		textUp: "INSERT INTO " + text + " AS dst (tag, ts, value, quality)" +
+			" SELECT u.tag, timestamptz 'epoch' + u.ms * interval '1 millisecond', u.value, u.quality" +
+			" FROM unnest($1::text[], $2::bigint[], $3::text[], $4::smallint[]) AS u(tag, ms, value, quality)" +
+			" ON CONFLICT (tag, ts) DO UPDATE SET value = EXCLUDED.value, quality = EXCLUDED.quality" +
+			" WHERE (dst.value, dst.quality) IS DISTINCT FROM (EXCLUDED.value, EXCLUDED.quality)",
+		textDel: "DELETE FROM " + text + " WHERE tag = $1 AND ts >= $2 AND ts < $3",
+		opts:    opts,
+		log:     log,
+		cfg:     cfg,
+		ident:   ident,
+		table:   table,
 		// The WHERE clause skips rows a replay would rewrite with the same
 		// values, so a resent batch leaves no dead row versions behind.
 		upsert: "INSERT INTO " + table + " AS dst (tag, ts, value, quality)" +
@@ -168,6 +187,11 @@ func (s *PostgresSink) Send(ctx context.Context, b Batch) error {
 				return fmt.Errorf("check batch %s: %w: tag %s: time %d ms outside the range of timestamptz", b.ID, ErrPermanent, p.Tag, p.T)
 			}
 		}
+		for _, p := range b.Entries[i].Texts {
+			if p.T < pgMinMillis || p.T > pgMaxMillis {
+				return fmt.Errorf("check batch %s: %w: tag %s: time %d ms outside the range of timestamptz", b.ID, ErrPermanent, p.Tag, p.T)
+			}
+		}
 	}
 	if err := s.connect(ctx); err != nil {
 		return err
@@ -194,6 +218,7 @@ func (s *PostgresSink) Connect(ctx context.Context) error {
 // write stores entries in one transaction: each run of point entries
 // between deletes as one upsert (writePoints), each delete as a DELETE.
 func (s *PostgresSink) write(ctx context.Context, entries []Entry) (err error) {
+	s.textMade = false
 	if err := s.exec(ctx, "BEGIN"); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -214,12 +239,22 @@ func (s *PostgresSink) write(ctx context.Context, entries []Entry) (err error) {
 			if err := s.execParams(ctx, s.delete, pgText(siteTag(s.opts.Site, d.Tag)), pgTime(d.From), pgTime(d.To)); err != nil {
 				return fmt.Errorf("delete %s [%d, %d) from %s: %w", d.Tag, d.From, d.To, s.table, err)
 			}
+			if s.textReady {
+				if err := s.execParams(ctx, s.textDel, pgText(siteTag(s.opts.Site, d.Tag)), pgTime(d.From), pgTime(d.To)); err != nil {
+					return fmt.Errorf("delete %s [%d, %d) from %s: %w", d.Tag, d.From, d.To, s.text, err)
+				}
+			}
 			entries = entries[1:]
 			continue
 		}
 		s.pts = s.pts[:0]
 		for len(entries) > 0 && entries[0].Delete == nil && entries[0].Labels == nil {
 			s.pts = append(s.pts, entries[0].Points...)
+			if len(entries[0].Texts) > 0 {
+				if err := s.writeTexts(ctx, entries[0].Texts); err != nil {
+					return err
+				}
+			}
 			entries = entries[1:]
 		}
 		if len(s.pts) == 0 {
@@ -233,6 +268,9 @@ func (s *PostgresSink) write(ctx context.Context, entries []Entry) (err error) {
 	}
 	if err := s.exec(ctx, "COMMIT"); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	if s.textMade {
+		s.textReady = true
 	}
 	return nil
 }
@@ -408,6 +446,16 @@ func (s *PostgresSink) connect(ctx context.Context) error {
 			return err
 		}
 		s.ready = true
+	}
+	if !s.textSeen {
+		// Deletes apply to the text table too, once it exists.
+		found, err := s.queryBools(ctx, "SELECT to_regclass($1) IS NOT NULL", pgText(s.text))
+		if err != nil {
+			s.dropConn()
+			return fmt.Errorf("look up table %s: %w", s.text, err)
+		}
+		s.textReady = found[0]
+		s.textSeen = true
 	}
 	return nil
 }
@@ -606,4 +654,83 @@ func (id pgIdent) Sanitize() string {
 		parts[i] = `"` + strings.ReplaceAll(p, `"`, `""`) + `"`
 	}
 	return strings.Join(parts, ".")
+}
+
+// TextTable returns the quoted name of the table text values go to.
+func (s *PostgresSink) TextTable() string { return s.text }
+
+// writeTexts upserts text values into the text table (<table>_text,
+// created by the first one) inside tx; of several values of one tag and
+// time the last wins.
+func (s *PostgresSink) writeTexts(ctx context.Context, texts []model.TextPoint) error {
+	if !s.textReady {
+		// COLLATE "C" as for the numbers' table; value is the UTF-8 text.
+		if err := s.exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.text+` (
+	tag text COLLATE "C" NOT NULL,
+	ts timestamptz NOT NULL,
+	value text NOT NULL,
+	quality smallint NOT NULL DEFAULT 0,
+	PRIMARY KEY (tag, ts))`); err != nil {
+			return fmt.Errorf("create table %s: %w", s.text, err)
+		}
+	}
+	type key struct {
+		tag string
+		t   int64
+	}
+	at := make(map[key]int, len(texts))
+	var tags, vals []string
+	var ms, qs []int64
+	for _, p := range texts {
+		k := key{p.Tag, p.T}
+		if i, ok := at[k]; ok {
+			vals[i], qs[i] = p.Text, int64(p.Q)
+			continue
+		}
+		at[k] = len(tags)
+		tags = append(tags, siteTag(s.opts.Site, p.Tag))
+		ms = append(ms, p.T)
+		vals = append(vals, p.Text)
+		qs = append(qs, int64(p.Q))
+	}
+	if err := s.execParams(ctx, s.textUp, pgText(pgTextArray(tags)), pgText(pgIntArray(ms)),
+		pgText(pgTextArray(vals)), pgText(pgIntArray(qs))); err != nil {
+		return fmt.Errorf("upsert into %s: %w", s.text, err)
+	}
+	s.textMade = true // known to exist once the transaction commits
+	return nil
+}
+
+// pgTextArray writes vals as a PostgreSQL array literal of quoted
+// elements ('{"a","b\"c"}'), for a text parameter cast to text[].
+func pgTextArray(vals []string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, v := range vals {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		for j := 0; j < len(v); j++ {
+			if v[j] == '"' || v[j] == '\\' {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(v[j])
+		}
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// pgIntArray writes vals as a PostgreSQL array literal ('{1,2}').
+func pgIntArray(vals []int64) string {
+	b := []byte{'{'}
+	for i, v := range vals {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, v, 10)
+	}
+	return string(append(b, '}'))
 }

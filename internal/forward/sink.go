@@ -38,7 +38,12 @@ type Entry struct {
 	// an entry it already has.
 	ID     string
 	Points []model.Point // in write order; nil for a delete
-	Delete *Delete       // a committed delete; nil for points
+	// Texts are the entry's text values, in write order (a record of
+	// numbers and text: a line-protocol request with string fields, an
+	// import with quoted values). Their index in the entry follows the
+	// points: len(Points) + i.
+	Texts  []model.TextPoint
+	Delete *Delete // a committed delete; nil for points
 	// Labels are committed tag labels (each tag with its new labels); nil
 	// for points and deletes. Sinks whose upstream keeps tag metadata send
 	// them (NATS, hence a central Pith; PostgreSQL); the others skip them.

@@ -56,6 +56,11 @@ func (e *LineError) Unwrap() error { return e.Err }
 // byte order mark and a first line that is exactly the header
 // "tag,unix_ms,value" (or "tag,unix_ms,value,quality") are accepted.
 //
+// A value in double quotes is text (a text tag's value, at most
+// model.MaxTextLen bytes of UTF-8 on one line; a quote inside is doubled,
+// as in RFC 4180): `line.state,1700000000000,"RUN, fast"`. Next returns
+// numbers; the text rows of the same lines are in Texts.
+//
 // The reader streams: it holds one fixed buffer and never the whole body.
 // Parsing a row allocates nothing once its tag name has been seen. A
 // CSVReader is not safe for concurrent use.
@@ -69,6 +74,10 @@ type CSVReader struct {
 	tags       map[string]string
 	tagBytes   int // name bytes held by tags
 	emptyReads int
+	texts      []model.TextPoint // text rows of the last Next
+	textLines  []int             // their line numbers
+	rows       int               // rows of the last Next, numbers and text
+	text       string            // the text value of the row parseRow read last
 }
 
 // NewCSVReader returns a reader parsing r.
@@ -108,6 +117,7 @@ func (c *CSVReader) Next(dst []model.Point, max int) ([]model.Point, error) {
 		max = 1 // a zero max would never make progress
 	}
 	n := 0
+	c.texts, c.textLines, c.rows = c.texts[:0], c.textLines[:0], 0
 	for n < max {
 		line, ok := c.nextLine()
 		if !ok {
@@ -122,14 +132,20 @@ func (c *CSVReader) Next(dst []model.Point, max int) ([]model.Point, error) {
 				continue
 			}
 		}
-		p, err := c.parseRow(line)
+		p, text, err := c.parseRow(line)
 		if err != nil {
 			c.err = &LineError{Line: c.line, Err: err}
 			return dst, c.err
 		}
-		dst = append(dst, p)
 		n++
+		if text {
+			c.texts = append(c.texts, model.TextPoint{Tag: p.Tag, T: p.T, Q: p.Q, Text: c.text})
+			c.textLines = append(c.textLines, c.line)
+			continue
+		}
+		dst = append(dst, p)
 	}
+	c.rows = n
 	if n == 0 && c.err != nil {
 		return dst, c.err
 	}
@@ -250,8 +266,8 @@ var tagChars = func() (t [256]bool) {
 	return t
 }()
 
-// parseRow parses one non-blank line.
-func (c *CSVReader) parseRow(line []byte) (model.Point, error) {
+// parseRow parses one non-blank line; a text value is left in c.text.
+func (c *CSVReader) parseRow(line []byte) (model.Point, bool, error) {
 	var p model.Point
 	i := 0
 	for i < len(line) && tagChars[line[i]] {
@@ -259,28 +275,42 @@ func (c *CSVReader) parseRow(line []byte) (model.Point, error) {
 	}
 	switch {
 	case i == len(line):
-		return p, errMissingFields
+		return p, false, errMissingFields
 	case line[i] != ',':
-		return p, fmt.Errorf("tag contains %s (allowed: letters, digits and ._-:/)", describeByte(line[i]))
+		return p, false, fmt.Errorf("tag contains %s (allowed: letters, digits and ._-:/)", describeByte(line[i]))
 	case i == 0:
-		return p, errEmptyTag
+		return p, false, errEmptyTag
 	case i > MaxTagLen:
-		return p, fmt.Errorf("tag is %d bytes long (max %d)", i, MaxTagLen)
+		return p, false, fmt.Errorf("tag is %d bytes long (max %d)", i, MaxTagLen)
 	}
 	p.Tag = c.intern(line[:i])
 
 	t, rest, err := parseMillis(line[i+1:])
 	if err != nil {
-		return p, err
+		return p, false, err
 	}
 	p.T = t
 
+	text := len(rest) > 0 && rest[0] == '"'
 	vf, qf, hasQ := rest, []byte(nil), false
-	if j := bytes.IndexByte(rest, ','); j >= 0 {
-		vf, qf, hasQ = rest[:j], rest[j+1:], true
-	}
-	if p.V, err = parseValue(vf); err != nil {
-		return p, err
+	if text {
+		var tail []byte
+		if c.text, tail, err = parseQuoted(rest); err != nil {
+			return p, false, err
+		}
+		if len(tail) > 0 {
+			if tail[0] != ',' {
+				return p, false, errAfterQuote
+			}
+			qf, hasQ = tail[1:], true
+		}
+	} else {
+		if j := bytes.IndexByte(rest, ','); j >= 0 {
+			vf, qf, hasQ = rest[:j], rest[j+1:], true
+		}
+		if p.V, err = parseValue(vf); err != nil {
+			return p, false, err
+		}
 	}
 	if hasQ {
 		switch string(qf) {
@@ -292,18 +322,64 @@ func (c *CSVReader) parseRow(line []byte) (model.Point, error) {
 			p.Q = model.QualityUncertain
 		default:
 			if bytes.IndexByte(qf, ',') >= 0 {
-				return p, errTooManyFields
+				return p, false, errTooManyFields
 			}
-			return p, fmt.Errorf("unknown quality %q (want good, bad or uncertain)", qf)
+			return p, false, fmt.Errorf("unknown quality %q (want good, bad or uncertain)", qf)
 		}
 	}
-	return p, nil
+	return p, text, nil
+}
+
+// Texts returns the text rows read by the last Next, in line order. The
+// slice is reused by the next call.
+func (c *CSVReader) Texts() []model.TextPoint { return c.texts }
+
+// TextLine returns the line of text row i of the last Next.
+func (c *CSVReader) TextLine(i int) int { return c.textLines[i] }
+
+// PointLine returns the line of numeric point i of the last Next (rows
+// are one per line; blank lines within the batch are not counted).
+func (c *CSVReader) PointLine(i int) int {
+	first := c.line - (c.rows - 1) // the batch's first row
+	k := 0                         // text rows before the point
+	for k < len(c.textLines) && c.textLines[k] <= first+i+k {
+		k++
+	}
+	return first + i + k
+}
+
+// parseQuoted reads a double-quoted text value at the start of b (a quote
+// inside is doubled) and returns it and the bytes after the closing quote.
+func parseQuoted(b []byte) (string, []byte, error) {
+	var out []byte
+	i := 1
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return "", nil, errOpenQuote
+		}
+		out = append(out, b[i:i+j]...)
+		i += j + 1
+		if i < len(b) && b[i] == '"' {
+			out = append(out, '"')
+			i++
+			continue
+		}
+		break
+	}
+	s := string(out)
+	if err := model.CheckText(s); err != nil {
+		return "", nil, err
+	}
+	return s, b[i:], nil
 }
 
 var (
 	errMissingFields = errors.New("missing fields (want tag,unix_ms,value[,quality])")
 	errTooManyFields = errors.New("too many fields (want tag,unix_ms,value[,quality])")
 	errEmptyTag      = errors.New("empty tag")
+	errOpenQuote     = errors.New("text value has no closing quote (text must end on its line)")
+	errAfterQuote    = errors.New("text value: want a comma or the line end after the closing quote")
 )
 
 // describeByte names a byte for an error message; a raw non-ASCII byte

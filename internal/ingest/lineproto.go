@@ -21,7 +21,8 @@ type LPTag struct {
 type LPFieldKind uint8
 
 // The field kinds of line protocol. Integers, unsigned integers and
-// booleans become numbers; strings are skipped by the inputs.
+// booleans become numbers; strings become text values (or are skipped by
+// an input whose sink keeps no text).
 const (
 	LPFloat LPFieldKind = iota
 	LPInt
@@ -30,11 +31,39 @@ const (
 	LPString
 )
 
-// LPField is one field of a row. Value is set for every kind but LPString.
+// LPField is one field of a row. Value is set for every kind but
+// LPString, whose raw content between the quotes (escapes included, see
+// UnescapeString) is LPRow.Str of the field: its place in the line is
+// kept as two offsets rather than a slice, so that numeric fields, the
+// common case, stay small.
 type LPField struct {
-	Key   []byte
-	Value float64
-	Kind  LPFieldKind
+	Key            []byte
+	Value          float64
+	Kind           LPFieldKind
+	strOff, strLen uint32 // LPString: the content's place in the line
+}
+
+// Str returns the raw content of f, a string field of r.
+func (r *LPRow) Str(f *LPField) []byte {
+	line := r.SeriesKey[:cap(r.SeriesKey)]
+	return line[f.strOff : f.strOff+f.strLen]
+}
+
+// UnescapeString returns a string field's value: line protocol escapes
+// '"' and '\' with a backslash inside string fields; any other backslash
+// is kept as written.
+func UnescapeString(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw)
+	}
+	out := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); i++ {
+		if raw[i] == '\\' && i+1 < len(raw) && (raw[i+1] == '"' || raw[i+1] == '\\') {
+			i++
+		}
+		out = append(out, raw[i])
+	}
+	return string(out)
 }
 
 // LPRow is one parsed line: measurement[,tag=v...] field=v[,...] [timestamp].
@@ -219,6 +248,7 @@ func (rs *LPRows) parseLine(l []byte, line int) error {
 				return errUnterminated
 			}
 			f.Kind = LPString
+			f.strOff, f.strLen = uint32(v0+1), uint32(v1-1-(v0+1))
 		} else {
 			v1 = v0
 			for v1 < len(l) && l[v1] != ',' && l[v1] != ' ' {

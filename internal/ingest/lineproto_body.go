@@ -27,6 +27,16 @@ type Sink interface {
 
 var _ Sink = (*store.DB)(nil)
 
+// TextSink is a Sink that also stores text: line-protocol string fields
+// become text tags when the sink implements it (otherwise they are
+// skipped and counted). WriteMixed stores numbers and text atomically; a
+// *model.PointError's Index counts the numbers first, then the text.
+type TextSink interface {
+	WriteMixed(ctx context.Context, pts []model.Point, texts []model.TextPoint) error
+}
+
+var _ TextSink = (*store.DB)(nil)
+
 // DefaultMaxBodyBytes bounds a request body, compressed or not, for the
 // HTTP push inputs.
 const DefaultMaxBodyBytes = 32 << 20
@@ -119,6 +129,27 @@ func commit(ctx context.Context, sink Sink, gate *TagGate, pts []model.Point, la
 		return err
 	}
 	if err := sink.Write(ctx, pts); err != nil {
+		return err
+	}
+	if labels != nil {
+		labels.done()
+	}
+	return nil
+}
+
+// commitMixed admits the tags of numbers and text through the gate and
+// writes them together, atomically.
+func commitMixed(ctx context.Context, sink TextSink, gate *TagGate, pts []model.Point, texts []model.TextPoint, labels *pendingLabels) error {
+	if err := gate.Admit(pts); err != nil {
+		return err
+	}
+	if err := gate.AdmitText(texts); err != nil {
+		return err
+	}
+	if err := setLabels(ctx, sink, labels); err != nil {
+		return err
+	}
+	if err := sink.WriteMixed(ctx, pts, texts); err != nil {
 		return err
 	}
 	if labels != nil {

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"errors"
+	"github.com/pith-historian/pith/internal/model"
 	"os"
 	"path/filepath"
 	"testing"
@@ -28,13 +29,24 @@ func FuzzLineProtocol(f *testing.F) {
 	var st lpState
 	f.Fuzz(func(t *testing.T, body []byte) {
 		st.lines = st.lines[:0]
-		pts, _, err := st.convert(body, 1, 1_000_000, 0)
+		st.texts, st.tline = st.texts[:0], st.tline[:0]
+		// String fields kept as text (the store keeps text): each must be
+		// a valid text value with a valid name.
+		pts, _, err := st.convert(body, 1, 1_000_000, 0, true)
 		if err != nil {
 			return
 		}
 		for _, p := range pts {
 			if err := checkRule(p.Tag); err != nil {
 				t.Fatalf("name %q: %v", p.Tag, err)
+			}
+		}
+		for _, p := range st.texts {
+			if err := checkRule(p.Tag); err != nil {
+				t.Fatalf("name %q: %v", p.Tag, err)
+			}
+			if err := model.CheckText(p.Text); err != nil {
+				t.Fatalf("text %q: %v", p.Text, err)
 			}
 		}
 	})
@@ -59,7 +71,7 @@ func TestLineProtocolGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st lpState
-	pts, skipped, err := st.convert(body, 1, 1_000_000, 42)
+	pts, skipped, err := st.convert(body, 1, 1_000_000, 42, false)
 	if err != nil {
 		t.Fatal(err)
 	}

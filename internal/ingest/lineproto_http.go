@@ -64,6 +64,8 @@ type lpState struct {
 	rows  LPRows
 	pts   []model.Point
 	lines []int32 // the body line of each point, to name a refused one
+	texts []model.TextPoint
+	tline []int32 // the body line of each text point
 	namer namer
 	key   []byte // scratch: series key + ' ' + field key
 	// labels are the labels of the series new to namer in this request.
@@ -107,7 +109,8 @@ func (h *LineProtocol) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, writeStatus(w, err), err.Error(), 0)
 		return
 	}
-	points, skipped, err := st.convert(body, mul, div, h.opts.Now().UnixMilli())
+	ts, keepText := h.sink.(TextSink)
+	points, skipped, err := st.convert(body, mul, div, h.opts.Now().UnixMilli(), keepText)
 	if err != nil {
 		var le *LineError
 		line := 0
@@ -117,11 +120,19 @@ func (h *LineProtocol) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, http.StatusBadRequest, err.Error(), line)
 		return
 	}
-	if err := commit(r.Context(), h.sink, h.opts.Gate, points, &st.labels); err != nil {
+	if len(st.texts) > 0 {
+		err = commitMixed(r.Context(), ts, h.opts.Gate, points, st.texts, &st.labels)
+	} else {
+		err = commit(r.Context(), h.sink, h.opts.Gate, points, &st.labels)
+	}
+	if err != nil {
 		line := 0
 		var pe *model.PointError
 		if errors.As(err, &pe) && pe.Index < len(st.lines) {
 			line = int(st.lines[pe.Index])
+			err = &LineError{Line: line, Err: pe.Err}
+		} else if pe != nil && pe.Index-len(st.lines) < len(st.tline) {
+			line = int(st.tline[pe.Index-len(st.lines)])
 			err = &LineError{Line: line, Err: pe.Err}
 		}
 		status := writeStatus(w, err)
@@ -129,7 +140,7 @@ func (h *LineProtocol) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, status, err.Error(), line)
 		return
 	}
-	w.Header().Set("X-Pith-Points", strconv.Itoa(len(points)))
+	w.Header().Set("X-Pith-Points", strconv.Itoa(len(points)+len(st.texts)))
 	w.Header().Set("X-Pith-Skipped-Strings", strconv.Itoa(skipped))
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -149,6 +160,8 @@ func (h *LineProtocol) put(st *lpState) {
 	st.pts = st.pts[:0]
 	st.lines = st.lines[:0]
 	st.labels.reset()
+	clear(st.texts)
+	st.texts, st.tline = st.texts[:0], st.tline[:0]
 	if st.retained() > poolKeepBytes {
 		return // do not pin one huge body
 	}
@@ -166,9 +179,10 @@ func (h *LineProtocol) fail(w http.ResponseWriter, status int, msg string, line 
 }
 
 // convert parses body and turns its rows into points named per the rule.
-// It returns the points, the number of string fields skipped, and the
-// first error as a *LineError.
-func (st *lpState) convert(body []byte, mul, div, nowMs int64) ([]model.Point, int, error) {
+// String fields become text points in st.texts when keepText is set, and
+// are skipped otherwise. It returns the points, the number of string
+// fields skipped, and the first error as a *LineError.
+func (st *lpState) convert(body []byte, mul, div, nowMs int64, keepText bool) ([]model.Point, int, error) {
 	st.rows.Reset()
 	st.labels.reset()
 	if err := st.rows.Unmarshal(body); err != nil {
@@ -187,7 +201,7 @@ func (st *lpState) convert(body []byte, mul, div, nowMs int64) ([]model.Point, i
 		}
 		for j := range row.Fields {
 			f := &row.Fields[j]
-			if f.Kind == LPString {
+			if f.Kind == LPString && !keepText {
 				skipped++
 				continue
 			}
@@ -214,6 +228,15 @@ func (st *lpState) convert(body []byte, mul, div, nowMs int64) ([]model.Point, i
 					return nil, 0, &LineError{Line: row.Line, Err: err}
 				}
 				st.labels.add(e, ls)
+			}
+			if f.Kind == LPString {
+				x := UnescapeString(row.Str(f))
+				if err := model.CheckText(x); err != nil {
+					return nil, 0, &LineError{Line: row.Line, Err: fmt.Errorf("field %q: %w", f.Key, err)}
+				}
+				st.texts = append(st.texts, model.TextPoint{Tag: e.name, T: t, Text: x})
+				st.tline = append(st.tline, int32(row.Line))
+				continue
 			}
 			pts = append(pts, model.Point{Tag: e.name, T: t, V: f.Value})
 			st.lines = append(st.lines, int32(row.Line))

@@ -42,7 +42,7 @@ func TestLineProtocolConvert(t *testing.T) {
 				t.Fatalf("precision %q refused", tc.precision)
 			}
 			var st lpState
-			got, skipped, err := st.convert([]byte(tc.body), mul, div, now)
+			got, skipped, err := st.convert([]byte(tc.body), mul, div, now, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +83,7 @@ func TestLineProtocolErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var st lpState
-		_, _, err := st.convert([]byte(tc.body), 1, 1, 0)
+		_, _, err := st.convert([]byte(tc.body), 1, 1, 0, false)
 		var le *LineError
 		if !errors.As(err, &le) {
 			t.Errorf("%q: got %v, want a LineError", tc.body, err)

@@ -33,7 +33,7 @@ func BenchmarkLineProtocolParse(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		st.lines = st.lines[:0]
-		if _, _, err := st.convert(body, 1, 1, 0); err != nil {
+		if _, _, err := st.convert(body, 1, 1, 0, false); err != nil {
 			b.Fatal(err)
 		}
 		st.labels.done() // as a stored request does

@@ -89,6 +89,25 @@ func (g *TagGate) Admit(pts []model.Point) error {
 	return g.admitFresh(fresh)
 }
 
+// AdmitText is Admit for the tags of text points.
+func (g *TagGate) AdmitText(pts []model.TextPoint) error {
+	if g == nil || len(pts) == 0 {
+		return nil
+	}
+	var fresh []string
+	g.mu.RLock()
+	for i := range pts {
+		if _, ok := g.known[pts[i].Tag]; !ok {
+			fresh = append(fresh, pts[i].Tag)
+		}
+	}
+	g.mu.RUnlock()
+	if len(fresh) == 0 {
+		return nil
+	}
+	return g.admitFresh(fresh)
+}
+
 func (g *TagGate) admitFresh(fresh []string) error {
 	// Deduplicate and drop the names the store already has.
 	seen := make(map[string]struct{}, len(fresh))

@@ -66,7 +66,7 @@ func (p *pendingLabels) done() {
 }
 
 // setLabels stores labels through sink when it keeps them.
-func setLabels(ctx context.Context, sink Sink, p *pendingLabels) error {
+func setLabels(ctx context.Context, sink any, p *pendingLabels) error {
 	if p == nil || len(p.series) == 0 {
 		return nil
 	}

@@ -6,8 +6,11 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
+	"unicode/utf8"
 )
 
 // Quality says how far a sample can be trusted.
@@ -106,3 +109,51 @@ func (e *PointError) Error() string {
 }
 
 func (e *PointError) Unwrap() error { return e.Err }
+
+// MaxTextLen is the longest text value a tag may hold, in bytes of UTF-8.
+// Longer text is refused, so that memory stays bounded wherever values
+// are kept (the store's head, the tag table, the live stream).
+const MaxTextLen = 1024
+
+// TextSample is one stored value of a text tag: a state, a batch id, an
+// operator name, a string field.
+type TextSample struct {
+	T    int64 // Unix milliseconds
+	Text string
+	Q    Quality
+}
+
+// TextPoint is a text sample addressed by tag name, the unit of a text
+// write. A tag holds numbers or text, never both: its first stored value
+// decides, and a value of the other kind is refused.
+type TextPoint struct {
+	Tag  string
+	T    int64
+	Text string
+	Q    Quality
+}
+
+// CheckText reports whether s may be stored as a text value: one line
+// (no CR or LF, so that every CSV import and export keeps one row per
+// line) of valid UTF-8, at most MaxTextLen bytes.
+func CheckText(s string) error {
+	if len(s) > MaxTextLen {
+		return fmt.Errorf("text of %d bytes is longer than %d", len(s), MaxTextLen)
+	}
+	if !utf8.ValidString(s) {
+		return errors.New("text is not valid UTF-8")
+	}
+	if strings.ContainsAny(s, "\r\n") {
+		return errors.New("text holds a line break (a text value is one line)")
+	}
+	return nil
+}
+
+// ErrTextAgg is wrapped by the error of a numeric aggregate (mean, min,
+// max, sum) asked of a text tag: only first, last, count and raw apply.
+var ErrTextAgg = errors.New("text tags answer only first, last, count and raw")
+
+// TextAgg reports whether agg applies to text values.
+func TextAgg(agg Agg) bool {
+	return agg == AggFirst || agg == AggLast || agg == AggCount || agg == AggRaw
+}

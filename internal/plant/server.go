@@ -156,8 +156,8 @@ func (p *publisher) run(ctx context.Context) {
 			return
 		}
 		for _, c := range buf {
-			if !c.Has {
-				continue // a bad quality without a value: keep the registers
+			if !c.Has || c.IsText {
+				continue // a bad quality without a value, or text: keep the registers
 			}
 			for _, i := range p.byID[c.ID] {
 				p.publish(i, c.V)

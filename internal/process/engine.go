@@ -310,8 +310,8 @@ func (e *Engine) Apply(cs []tag.Change) {
 
 // change takes one table change.
 func (e *Engine) change(c tag.Change) {
-	if e.own[c.ID] {
-		return // a calc result: already propagated when it was computed
+	if e.own[c.ID] || c.IsText {
+		return // a calc result (already propagated), or text (chains compute numbers)
 	}
 	s := model.Sample{T: c.T, V: c.V, Q: c.Q}
 	if !c.Has {

@@ -88,8 +88,19 @@ const cellBytes = 64 // approximate memory of one decoded cell
 func newCaches(tierBytes, chunkBytes int) *caches {
 	return &caches{
 		tiers:  newGenCache[blockKey, []cell](tierBytes, func(c []cell) int { return len(c) * cellBytes }),
-		chunks: newGenCache[blockKey, *decodedChunk](chunkBytes, func(d *decodedChunk) int { return 25*len(d.ts) + 96 }),
+		chunks: newGenCache[blockKey, *decodedChunk](chunkBytes, chunkSize),
 	}
+}
+
+// chunkSize approximates the memory of a decoded chunk; a text chunk
+// counts its strings too (at most 1 KiB each), so that text cannot grow
+// the cache past its bound.
+func chunkSize(d *decodedChunk) int {
+	n := 25*len(d.ts) + 96
+	for _, x := range d.xs {
+		n += 16 + len(x)
+	}
+	return n
 }
 
 // dropRun forgets what was decoded from a run that is being removed.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -99,7 +100,8 @@ type pcOp struct {
 	id    int
 	kind  string
 	pts   []model.Point
-	acked bool // the call returned nil: every point must survive
+	tpts  []model.TextPoint // a text op's points (pts is then empty)
+	acked bool              // the call returned nil: every point must survive
 	// state after the last recovery: unknown (not yet seen), present or
 	// absent. A present op must stay present; an absent unacknowledged
 	// op must stay absent (nothing comes back from the dead).
@@ -135,6 +137,19 @@ func (s *pcState) newOp(rnd *rand.Rand, kind string, n int) *pcOp {
 	for i := 0; i < n; i++ {
 		op.pts = append(op.pts, model.Point{Tag: pcTags[(op.id+i)%len(pcTags)], T: base + int64(i), V: float64(op.id) + float64(i)/4096, Q: model.Quality(i % 3)})
 	}
+	return op
+}
+
+var pcTextTags = []string{"pc.state", "pc.batch"}
+
+// newTextOp is newOp for text: values of up to the maximum length.
+func (s *pcState) newTextOp(rnd *rand.Rand, kind string, n int) *pcOp {
+	op := s.newOp(rnd, kind, n)
+	for _, p := range op.pts {
+		x := fmt.Sprintf("op %d %s", op.id, strings.Repeat("é", rnd.IntN(model.MaxTextLen/2-8)))
+		op.tpts = append(op.tpts, model.TextPoint{Tag: pcTextTags[int(p.T)%len(pcTextTags)], T: p.T, Text: x, Q: p.Q})
+	}
+	op.pts = nil
 	return op
 }
 
@@ -258,6 +273,31 @@ func pcWork(rnd *rand.Rand, db *DB, st *pcState, cfs *crashFS) {
 		}
 	}()
 	for i := 0; i < 40 && !cfs.crashed.Load(); i++ {
+		if rnd.IntN(4) == 0 {
+			// Text: a small write, or a transaction large enough to be
+			// a bulk load, mixed with numbers.
+			if rnd.IntN(2) == 0 {
+				op := st.newTextOp(rnd, "text", 1+rnd.IntN(40))
+				if db.WriteText(ctx, op.tpts) == nil {
+					st.ack(op)
+				}
+				continue
+			}
+			op := st.newTextOp(rnd, "text-bulk", 260+rnd.IntN(400))
+			tx := db.Begin()
+			pts, err := op.tpts, error(nil)
+			for len(pts) > 0 && err == nil {
+				n := 1 + rnd.IntN(len(pts))
+				err = tx.AddText(pts[:n])
+				pts = pts[n:]
+			}
+			if err != nil {
+				tx.Rollback()
+			} else if tx.Commit(ctx) == nil {
+				st.ack(op)
+			}
+			continue
+		}
 		switch k := rnd.IntN(10); {
 		case k < 4:
 			op := st.newOp(rnd, "write", 1+rnd.IntN(200))
@@ -314,10 +354,61 @@ func pcCheck(t *testing.T, db *DB, st *pcState, round int) {
 		}
 		stored[tag] = m
 	}
+	texts := make(map[string]map[int64]model.TextSample)
+	for _, tag := range pcTextTags {
+		got, err := db.RawText(tag, lo, hi, 0)
+		if errors.Is(err, ErrUnknownTag) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("round %d: raw text %s: %v", round, tag, err)
+		}
+		m := make(map[int64]model.TextSample, len(got))
+		for _, s := range got {
+			m[s.T] = s
+		}
+		texts[tag] = m
+		if len(got) > 0 {
+			l, err := db.Latest(tag)
+			if err != nil || l[0].Text != got[len(got)-1].Text || l[0].T != got[len(got)-1].T {
+				t.Fatalf("round %d: latest %s: %+v, %v; want %+v", round, tag, l, err, got[len(got)-1])
+			}
+		}
+	}
 	want := naive{}
 	total := 0
 	for _, op := range st.ops {
 		present := 0
+		for _, p := range op.tpts {
+			s, ok := texts[p.Tag][p.T]
+			if !ok {
+				continue
+			}
+			if s.Text != p.Text || s.Q != p.Q {
+				t.Fatalf("round %d: text op %d point %s@%d: stored %+v, wrote %+v", round, op.id, p.Tag, p.T, s, p)
+			}
+			present++
+			delete(texts[p.Tag], p.T)
+		}
+		if len(op.tpts) > 0 {
+			switch {
+			case present == len(op.tpts):
+				if op.state == opAbsent {
+					t.Fatalf("round %d: text op %d came back", round, op.id)
+				}
+				op.state = opPresent
+			case present == 0 && !op.acked:
+				if op.state == opPresent {
+					t.Fatalf("round %d: text op %d was present and is gone", round, op.id)
+				}
+				op.state = opAbsent
+			case present == 0:
+				t.Fatalf("round %d: acknowledged text op %d (%s, %d points) is lost", round, op.id, op.kind, len(op.tpts))
+			default:
+				t.Fatalf("round %d: text op %d (%s, acked %v) is half there: %d of %d points", round, op.id, op.kind, op.acked, present, len(op.tpts))
+			}
+			continue
+		}
 		for _, p := range op.pts {
 			s, ok := stored[p.Tag][p.T]
 			if !ok {
@@ -348,6 +439,11 @@ func pcCheck(t *testing.T, db *DB, st *pcState, round int) {
 			t.Fatalf("round %d: acknowledged op %d (%s, %d points) is lost", round, op.id, op.kind, len(op.pts))
 		default:
 			t.Fatalf("round %d: op %d (%s, acked %v) is half there: %d of %d points", round, op.id, op.kind, op.acked, present, len(op.pts))
+		}
+	}
+	for tag, m := range texts {
+		if len(m) > 0 {
+			t.Fatalf("round %d: %d text values of %s that no op wrote", round, len(m), tag)
 		}
 	}
 	n := 0

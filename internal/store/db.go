@@ -27,10 +27,13 @@ var ErrUnknownTag = errors.New("unknown tag")
 // ErrClosed is returned by every call on a closed DB.
 var ErrClosed = errors.New("store closed")
 
-// Latest is the newest sample of a tag.
+// Latest is the newest sample of a tag. For a text tag IsText is set,
+// Text holds the value and Sample.V is 0.
 type Latest struct {
 	Tag string
 	model.Sample
+	IsText bool
+	Text   string
 }
 
 // TagInfo describes a stored tag.
@@ -41,6 +44,7 @@ type TagInfo struct {
 	// Labels are the tag's labels (nil for none). The slice is shared:
 	// callers must not modify it.
 	Labels model.Labels
+	Text   bool // the tag holds text values
 }
 
 // DB is an open store. All methods are safe for concurrent use.
@@ -88,6 +92,7 @@ type DB struct {
 	flushMu        sync.Mutex
 	lastCheckpoint uint32
 	version        int           // the MANIFEST format version; raised to formatDeletes by the first delete
+	textReady      atomic.Bool   // version >= formatText: text may be written
 	broken         []string      // unreadable runs, kept listed in the manifest
 	replaying      bool          // set during Open's replay, read by rotate
 	replayFrom     uint32        // the checkpoint replay started from
@@ -212,6 +217,7 @@ func Open(dir string, opts Options) (_ *DB, err error) {
 		return nil, err
 	}
 	db.version = m.Version
+	db.textReady.Store(db.version >= formatText)
 	if db.series, err = loadSeries(fs, dir, opts.Logger); err != nil {
 		return nil, err
 	}
@@ -362,6 +368,11 @@ func (db *DB) openRuns(m *manifest) error {
 				if int(rs.id) >= len(s.names) {
 					return &CorruptionError{File: r.path, Err: fmt.Errorf("series id %d not in series file", rs.id)}
 				}
+				if rs.fine == fineText {
+					s.observeTextLocked(rs.id, rs.minT, "", model.QualityGood)
+					s.observeTextLocked(rs.id, rs.last.T, rs.lastText, rs.last.Q)
+					continue
+				}
 				s.observeLocked(rs.id, rs.minT, rs.total.first, model.QualityGood)
 				s.observeLocked(rs.id, rs.last.T, rs.last.V, rs.last.Q)
 			}
@@ -488,7 +499,7 @@ func (db *DB) Latest(tags ...string) ([]Latest, error) {
 		out := make([]Latest, 0, len(s.names))
 		for id, n := range s.names {
 			if s.has[id] {
-				out = append(out, Latest{Tag: n, Sample: s.latest[id]})
+				out = append(out, Latest{Tag: n, Sample: s.latest[id], IsText: s.isText[id], Text: s.ltext[id]})
 			}
 		}
 		return out, nil
@@ -499,7 +510,7 @@ func (db *DB) Latest(tags ...string) ([]Latest, error) {
 		if !ok || !s.has[id] {
 			return nil, fmt.Errorf("latest %q: %w", t, ErrUnknownTag)
 		}
-		out = append(out, Latest{Tag: t, Sample: s.latest[id]})
+		out = append(out, Latest{Tag: t, Sample: s.latest[id], IsText: s.isText[id], Text: s.ltext[id]})
 	}
 	return out, nil
 }
@@ -532,7 +543,7 @@ func (db *DB) Tags() []TagInfo {
 	out := make([]TagInfo, 0, len(s.names))
 	for id, n := range s.names {
 		if s.has[id] {
-			out = append(out, TagInfo{Name: n, First: s.first[id], Last: s.latest[id].T, Labels: s.labels[id]})
+			out = append(out, TagInfo{Name: n, First: s.first[id], Last: s.latest[id].T, Labels: s.labels[id], Text: s.isText[id]})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

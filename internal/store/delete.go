@@ -205,19 +205,19 @@ func (db *DB) rewriteDay(p int64, runs []*runFile, id uint32, from, to int64) (*
 		order = append(order, x)
 	}
 	sort.Slice(order, func(i, j int) bool { return order[i] < order[j] })
-	rw, err := createRun(db.fs, filepath.Join(db.dir, "runs"), p, db.allocSeq())
+	rw, err := createRun(db.fs, filepath.Join(db.dir, "runs"), p, db.allocSeq(), runsHoldText(runs))
 	if err != nil {
 		return nil, err
 	}
 	var acc, next, tmp runInput
 	for _, sid := range order {
-		acc.ts, acc.vs, acc.qs = acc.ts[:0], acc.vs[:0], acc.qs[:0]
+		acc.reset()
 		for _, r := range runs {
 			rs := r.find(sid)
 			if rs == nil {
 				continue
 			}
-			next.ts, next.vs, next.qs = next.ts[:0], next.vs[:0], next.qs[:0]
+			next.reset()
 			if err := r.readAll(rs, &next); err != nil {
 				rw.abort()
 				// A delete must not silently drop what it cannot read.
@@ -261,6 +261,9 @@ func cut(in *runInput, from, to int64) {
 	in.ts = append(in.ts[:i], in.ts[j:]...)
 	in.vs = append(in.vs[:i], in.vs[j:]...)
 	in.qs = append(in.qs[:i], in.qs[j:]...)
+	if in.xs != nil {
+		in.xs = append(in.xs[:i], in.xs[j:]...)
+	}
 }
 
 // dropFromHeads removes the samples of series id in [from, to) from the
@@ -284,10 +287,16 @@ func (db *DB) dropFromHeads(id uint32, from, to int64) {
 					continue
 				}
 				s.ts[k], s.vs[k], s.qs[k] = t, s.vs[i], s.qs[i]
+				if s.xs != nil {
+					s.xs[k] = s.xs[i]
+				}
 				k++
 			}
 			h.samples -= len(s.ts) - k
 			s.ts, s.vs, s.qs = s.ts[:k], s.vs[:k], s.qs[:k]
+			if s.xs != nil {
+				s.xs = s.xs[:k]
+			}
 		}
 		h.mu.Unlock()
 	}
@@ -300,14 +309,15 @@ func (db *DB) refreshSeries(id uint32) {
 		has   bool
 		first int64
 		last  model.Sample
+		ltext string
 		rank  uint64 // of last: on equal times the newer run, then a head, wins
 	)
-	see := func(minT int64, l model.Sample, r uint64) {
+	see := func(minT int64, l model.Sample, x string, r uint64) {
 		if !has || minT < first {
 			first = minT
 		}
 		if !has || l.T > last.T || (l.T == last.T && r > rank) {
-			last, rank = l, r
+			last, ltext, rank = l, x, r
 		}
 		has = true
 	}
@@ -315,7 +325,7 @@ func (db *DB) refreshSeries(id uint32) {
 	for _, runs := range db.parts {
 		for _, r := range runs {
 			if rs := r.find(id); rs != nil && rs.n > 0 {
-				see(rs.minT, rs.last, r.seq)
+				see(rs.minT, rs.last, rs.lastText, r.seq)
 			}
 		}
 	}
@@ -329,7 +339,11 @@ func (db *DB) refreshSeries(id uint32) {
 		h.mu.Lock()
 		if s := h.getSorted(id); s != nil && len(s.ts) > 0 {
 			n := len(s.ts) - 1
-			see(s.ts[0], model.Sample{T: s.ts[n], V: s.vs[n], Q: s.qs[n]}, r)
+			x := ""
+			if s.xs != nil {
+				x = s.xs[n]
+			}
+			see(s.ts[0], model.Sample{T: s.ts[n], V: s.vs[n], Q: s.qs[n]}, x, r)
 		}
 		h.mu.Unlock()
 	}
@@ -342,6 +356,7 @@ func (db *DB) refreshSeries(id uint32) {
 	s.has[id] = has
 	s.first[id] = first
 	s.latest[id] = last
+	s.ltext[id] = ltext
 	s.mu.Unlock()
 }
 
@@ -359,6 +374,7 @@ func (db *DB) replayRecord(pos wal.Pos, d *dataRecord) (int, error) {
 	}
 	// Decode to points by name, then drop the deleted ones.
 	pts := make([]model.Point, 0, d.n)
+	var tpts []model.TextPoint
 	s := db.series
 	s.mu.RLock()
 	for i := 0; i < d.n; i++ {
@@ -377,6 +393,10 @@ func (db *DB) replayRecord(pos wal.Pos, d *dataRecord) (int, error) {
 			s.mu.RUnlock()
 			return 0, fmt.Errorf("data record names unknown series %d", sid)
 		}
+		if d.isText {
+			tpts = append(tpts, model.TextPoint{Tag: name, T: t, Text: string(d.text), Q: q})
+			continue
+		}
 		pts = append(pts, model.Point{Tag: name, T: t, V: v, Q: q})
 	}
 	s.mu.RUnlock()
@@ -387,6 +407,13 @@ func (db *DB) replayRecord(pos wal.Pos, d *dataRecord) (int, error) {
 			k++
 		}
 	}
+	kt := 0
+	for _, p := range tpts {
+		if !deleted(live, p.Tag, p.T) {
+			tpts[kt] = p
+			kt++
+		}
+	}
 	// Names the record introduces get their ids even when every sample
 	// of them was deleted, as the original apply gave them.
 	s.mu.Lock()
@@ -394,7 +421,12 @@ func (db *DB) replayRecord(pos wal.Pos, d *dataRecord) (int, error) {
 		s.getOrCreateLocked(n)
 	}
 	s.mu.Unlock()
-	return db.applyPoints(pts[:k])
+	n, err := db.applyPoints(pts[:k])
+	if err == nil && kt > 0 {
+		db.applyText(tpts[:kt])
+		n += kt
+	}
+	return n, err
 }
 
 func deleted(ts []tombstone, tag string, t int64) bool {

@@ -171,7 +171,7 @@ func (db *DB) writeHeadRuns(series []*headSeries) (map[int64]*runFile, error) {
 		if s == nil || len(s.ts) == 0 {
 			continue
 		}
-		byDay(runInput{id: uint32(id), ts: s.ts, vs: s.vs, qs: s.qs}, func(p int64, day runInput) {
+		byDay(runInput{id: uint32(id), ts: s.ts, vs: s.vs, qs: s.qs, xs: s.xs}, func(p int64, day runInput) {
 			byPart[p] = append(byPart[p], day)
 		})
 	}
@@ -315,6 +315,11 @@ func (db *DB) commitBulk(runs map[int64][]*runFile, txn uint64) error {
 		for _, r := range rs {
 			for i := range r.series {
 				x := &r.series[i]
+				if x.fine == fineText {
+					s.observeTextLocked(x.id, x.minT, "", model.QualityGood)
+					s.observeTextLocked(x.id, x.last.T, x.lastText, x.last.Q)
+					continue
+				}
 				s.observeLocked(x.id, x.minT, x.total.first, model.QualityGood)
 				s.observeLocked(x.id, x.last.T, x.last.V, x.last.Q)
 			}
@@ -355,7 +360,7 @@ func (db *DB) headsHold(runs map[int64][]*runFile) bool {
 func (db *DB) writeRun(p int64, in []runInput, fsync bool) (*runFile, error) {
 	sort.Slice(in, func(i, j int) bool { return in[i].id < in[j].id })
 	seq := db.allocSeq()
-	rw, err := createRun(db.fs, filepath.Join(db.dir, "runs"), p, seq)
+	rw, err := createRun(db.fs, filepath.Join(db.dir, "runs"), p, seq, inputsHoldText(in))
 	if err != nil {
 		return nil, err
 	}
@@ -396,19 +401,19 @@ func (db *DB) mergeRuns(p int64, runs []*runFile, dropRaw bool) (*runFile, error
 		order = append(order, id)
 	}
 	sort.Slice(order, func(i, j int) bool { return order[i] < order[j] })
-	rw, err := createRun(db.fs, filepath.Join(db.dir, "runs"), p, db.allocSeq())
+	rw, err := createRun(db.fs, filepath.Join(db.dir, "runs"), p, db.allocSeq(), runsHoldText(runs))
 	if err != nil {
 		return nil, err
 	}
 	var acc, next, tmp runInput
 	for _, id := range order {
-		acc.ts, acc.vs, acc.qs = acc.ts[:0], acc.vs[:0], acc.qs[:0]
+		acc.reset()
 		for _, r := range runs {
 			rs := r.find(id)
 			if rs == nil {
 				continue
 			}
-			next.ts, next.vs, next.qs = next.ts[:0], next.vs[:0], next.qs[:0]
+			next.reset()
 			if err := r.readAll(rs, &next); err != nil {
 				db.stats.CorruptBlocks.Add(1)
 				db.log.Error("merge skips damaged data", "err", err)
@@ -416,7 +421,14 @@ func (db *DB) mergeRuns(p int64, runs []*runFile, dropRaw bool) (*runFile, error
 			if len(next.ts) == 0 {
 				continue
 			}
+			if len(acc.ts) > 0 && (acc.xs != nil) != (next.xs != nil) {
+				acc.asText()
+				next.asText()
+			}
 			if len(acc.ts) == 0 || next.ts[0] > acc.ts[len(acc.ts)-1] {
+				if next.xs != nil {
+					acc.xs = append(acc.xs, next.xs...)
+				}
 				acc.ts = append(acc.ts, next.ts...)
 				acc.vs = append(acc.vs, next.vs...)
 				acc.qs = append(acc.qs, next.qs...)
@@ -438,7 +450,12 @@ func (db *DB) mergeRuns(p int64, runs []*runFile, dropRaw bool) (*runFile, error
 
 // mergeSamples merges two sorted sample sets into dst; b wins on equal times.
 func mergeSamples(dst, a, b *runInput) {
+	if a.xs != nil || b.xs != nil {
+		mergeText(dst, a, b)
+		return
+	}
 	dst.ts, dst.vs, dst.qs = dst.ts[:0], dst.vs[:0], dst.qs[:0]
+	dst.xs = nil
 	i, j := 0, 0
 	for i < len(a.ts) || j < len(b.ts) {
 		switch {
@@ -577,7 +594,7 @@ func (db *DB) enforceRetention() error {
 func hasRaw(runs []*runFile) bool {
 	for _, r := range runs {
 		for i := range r.series {
-			if s := &r.series[i]; s.fine != noTier && len(s.chunks) > 0 {
+			if s := &r.series[i]; s.fine != noTier && s.fine != fineText && len(s.chunks) > 0 {
 				return true
 			}
 		}

@@ -111,7 +111,10 @@ type Entry struct {
 	ID     Position
 	Kind   EntryKind
 	Points []model.Point // EntryPoints, in write order
-	Tag    string        // EntryDelete: the samples of Tag in [From, To)
+	// Texts are the text points of the record (EntryPoints), in write
+	// order; they are identified by ID and len(Points) + their index.
+	Texts  []model.TextPoint
+	Tag    string // EntryDelete: the samples of Tag in [From, To)
 	From   int64
 	To     int64
 	Series []model.Series // EntryLabels
@@ -339,7 +342,7 @@ func (db *DB) scanFollower(st *follower, to wal.Pos, max int, emit func(Entry)) 
 	points := 0
 	full := func() bool { return max >= 0 && points >= max }
 	send := func(e Entry) {
-		points += len(e.Points)
+		points += len(e.Points) + len(e.Texts)
 		if emit != nil {
 			emit(e)
 		}
@@ -371,12 +374,12 @@ func (db *DB) scanFollower(st *follower, to wal.Pos, max int, emit func(Entry)) 
 				t.recs = append(t.recs, txnData{pos, d.n})
 				break
 			}
-			pts, err := db.followerPoints(&d)
+			pts, texts, err := db.followerPoints(&d)
 			if err != nil {
 				st.log.Error("follower skips damaged wal record", "segment", pos.Segment, "offset", pos.Offset, "err", err)
 				break
 			}
-			send(Entry{ID: position(pos), Kind: EntryPoints, Points: pts})
+			send(Entry{ID: position(pos), Kind: EntryPoints, Points: pts, Texts: texts})
 		case recLabels:
 			series, err := decodeLabelsRecord(rec)
 			if err != nil {
@@ -441,17 +444,25 @@ func (db *DB) scanFollower(st *follower, to wal.Pos, max int, emit func(Entry)) 
 	return nil
 }
 
-// followerPoints decodes the points of a data record with their tag names.
-func (db *DB) followerPoints(d *dataRecord) ([]model.Point, error) {
-	pts := make([]model.Point, d.n)
-	keys := make([]int, d.n)
-	for i := range pts {
+// followerPoints decodes the numeric and text points of a data record
+// with their tag names.
+func (db *DB) followerPoints(d *dataRecord) ([]model.Point, []model.TextPoint, error) {
+	pts := make([]model.Point, 0, d.n)
+	keys := make([]int, 0, d.n)
+	var texts []model.TextPoint
+	var tkeys []int
+	for i := 0; i < d.n; i++ {
 		key, t, v, q, err := d.next()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		keys[i] = key
-		pts[i] = model.Point{T: t, V: v, Q: q}
+		if d.isText {
+			tkeys = append(tkeys, key)
+			texts = append(texts, model.TextPoint{T: t, Text: string(d.text), Q: q})
+			continue
+		}
+		keys = append(keys, key)
+		pts = append(pts, model.Point{T: t, V: v, Q: q})
 	}
 	names := make([]string, len(d.names))
 	for i, n := range d.names {
@@ -460,18 +471,28 @@ func (db *DB) followerPoints(d *dataRecord) ([]model.Point, error) {
 	s := db.series
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for i, key := range keys {
+	name := func(key int) (string, error) {
 		if key < len(names) {
-			pts[i].Tag = names[key]
-			continue
+			return names[key], nil
 		}
 		sid := key - len(names)
 		if sid >= len(s.names) {
-			return nil, fmt.Errorf("data record names unknown series %d", sid)
+			return "", fmt.Errorf("data record names unknown series %d", sid)
 		}
-		pts[i].Tag = s.names[sid]
+		return s.names[sid], nil
 	}
-	return pts, nil
+	var err error
+	for i, key := range keys {
+		if pts[i].Tag, err = name(key); err != nil {
+			return nil, nil, err
+		}
+	}
+	for i, key := range tkeys {
+		if texts[i].Tag, err = name(key); err != nil {
+			return nil, nil, err
+		}
+	}
+	return pts, texts, nil
 }
 
 // followerTxnRecord reads and decodes a transaction's data record.
@@ -484,11 +505,11 @@ func (db *DB) followerTxnRecord(pos wal.Pos) (Entry, error) {
 	if err := decodeDataRecord(rec, &d); err != nil {
 		return Entry{}, err
 	}
-	pts, err := db.followerPoints(&d)
+	pts, texts, err := db.followerPoints(&d)
 	if err != nil {
 		return Entry{}, err
 	}
-	return Entry{ID: position(pos), Kind: EntryPoints, Points: pts}, nil
+	return Entry{ID: position(pos), Kind: EntryPoints, Points: pts, Texts: texts}, nil
 }
 
 // Next blocks until committed, durable records exist past the follower's
@@ -531,7 +552,7 @@ func (db *DB) readBatch(st *follower, max int) (Batch, Position, error) {
 	var b Batch
 	err := db.scanFollower(st, db.wal.Durable(), max, func(e Entry) {
 		b.Entries = append(b.Entries, e)
-		b.Points += len(e.Points)
+		b.Points += len(e.Points) + len(e.Texts)
 	})
 	if err != nil {
 		return Batch{}, st.cur, err

@@ -46,8 +46,21 @@ type pointKey struct {
 
 // received is what the follower got over every round.
 type received struct {
-	mu  sync.Mutex
-	pts map[pointKey]model.Point
+	mu    sync.Mutex
+	pts   map[pointKey]model.Point
+	texts map[pointKey]model.TextPoint
+}
+
+func (r *received) addText(t *testing.T, pts []model.TextPoint) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range pts {
+		k := pointKey{p.Tag, p.T}
+		if old, ok := r.texts[k]; ok && old != p {
+			t.Errorf("text %s@%d received as %+v and as %+v", p.Tag, p.T, old, p)
+		}
+		r.texts[k] = p
+	}
 }
 
 func (r *received) add(t *testing.T, pts []model.Point) {
@@ -73,6 +86,7 @@ func (r *received) follow(t *testing.T, ctx context.Context, f *Follower, seed u
 		}
 		for _, e := range b.Entries {
 			r.add(t, e.Points)
+			r.addText(t, e.Texts)
 		}
 		if rnd.IntN(2) == 0 && f.Ack(b.End) != nil {
 			return
@@ -85,7 +99,7 @@ func followPowerCutCampaign(t *testing.T, seed uint64, rounds int) {
 	const dir = "/data"
 	fs := vfs.NewFaultFS()
 	st := &pcState{}
-	got := &received{pts: make(map[pointKey]model.Point)}
+	got := &received{pts: make(map[pointKey]model.Point), texts: make(map[pointKey]model.TextPoint)}
 	db, err := Open(dir, powerCutOptions(fs))
 	if err != nil {
 		t.Fatal(err)
@@ -149,9 +163,30 @@ func followPowerCutCampaign(t *testing.T, seed uint64, rounds int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	got.follow(t, ctx, f, seed)
-	present, delivered := 0, 0
+	present, delivered, texts := 0, 0, 0
 	for _, op := range st.ops {
 		n := 0
+		for _, p := range op.tpts {
+			if q, ok := got.texts[pointKey{p.Tag, p.T}]; ok {
+				if q != p {
+					t.Fatalf("op %d (%s): text %+v received as %+v", op.id, op.kind, p, q)
+				}
+				n++
+			}
+		}
+		if len(op.tpts) > 0 {
+			switch {
+			case op.state == opPresent && n != len(op.tpts):
+				t.Fatalf("text op %d (%s) is in the store but the follower received %d of its %d values", op.id, op.kind, n, len(op.tpts))
+			case op.state != opPresent && n > 0:
+				t.Fatalf("text op %d (%s) is not in the store but the follower received %d of its values", op.id, op.kind, n)
+			}
+			if op.state == opPresent {
+				present++
+				texts += n
+			}
+			continue
+		}
 		for _, p := range op.pts {
 			if q, ok := got.pts[pointKey{p.Tag, p.T}]; ok {
 				if q != p {
@@ -171,8 +206,8 @@ func followPowerCutCampaign(t *testing.T, seed uint64, rounds int) {
 			delivered += n
 		}
 	}
-	if len(got.pts) != delivered {
-		t.Fatalf("the follower received %d points, the stored ops hold %d", len(got.pts), delivered)
+	if len(got.pts) != delivered || len(got.texts) != texts {
+		t.Fatalf("the follower received %d points and %d texts, the stored ops hold %d and %d", len(got.pts), len(got.texts), delivered, texts)
 	}
-	t.Logf("%d ops, %d stored, %d points delivered", len(st.ops), present, delivered)
+	t.Logf("%d ops, %d stored, %d points and %d texts delivered", len(st.ops), present, delivered, texts)
 }

@@ -100,7 +100,7 @@ func (db *DB) dropFollower(st *follower, keep uint32) {
 	var lost Dropped
 	count := func(e Entry) {
 		lost.Records++
-		lost.Points += int64(len(e.Points))
+		lost.Points += int64(len(e.Points) + len(e.Texts))
 	}
 	if err := db.resetFollower(st); err != nil {
 		st.log.Error("follower state unreadable while releasing wal", "err", err)

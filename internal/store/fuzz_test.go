@@ -86,7 +86,7 @@ var goldenPoints = []model.Point{
 // writeGoldenRun writes the golden run into dir and returns its bytes.
 func writeGoldenRun(t testing.TB, dir string) []byte {
 	t.Helper()
-	rw, err := createRun(vfs.OS{}, dir, goldenPart, 42)
+	rw, err := createRun(vfs.OS{}, dir, goldenPart, 42, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +167,10 @@ func readGolden(t testing.TB, name string) []byte {
 			b = goldenLabelledSeriesFile(t)
 		case "labels_record.bin":
 			b = appendLabelsRecord(nil, labelsSeeds())
+		case "text_record.bin":
+			b = goldenTextRecord()
+		case "text_run.bin":
+			b = writeGoldenTextRun(t, t.TempDir())
 		}
 		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
 			t.Fatal(err)
@@ -214,13 +218,16 @@ func decodeRun(r *runFile) (map[uint32]*runInput, int) {
 				bad++
 				continue
 			}
+			if s.fine == fineText {
+				in.xs = append(in.xs, d.xs...)
+			}
 			in.ts = append(in.ts, d.ts...)
 			in.vs = append(in.vs, d.vs...)
 			for _, q := range d.qs {
 				in.qs = append(in.qs, model.Quality(q))
 			}
 		}
-		if s.fine != noTier {
+		if s.fine != noTier && s.fine != fineText {
 			for l := int(s.fine); l < numTiers; l++ {
 				if _, err := r.decodeTier(s, l); err != nil {
 					bad++
@@ -594,7 +601,7 @@ func encodeIndex(part int64, seq uint64, series []runSeries, firstOff []int64) [
 			x = binary.AppendUvarint(x, uint64(c.len))
 			prevEnd = c.maxT
 		}
-		if s.fine != noTier {
+		if s.fine != noTier && s.fine != fineText {
 			for l := int(s.fine); l < numTiers; l++ {
 				x = binary.AppendUvarint(x, uint64(s.tiers[l].n))
 				x = binary.AppendUvarint(x, uint64(s.tiers[l].len))

@@ -2,6 +2,7 @@ package store
 
 import (
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -17,6 +18,16 @@ type headSeries struct {
 	vs     []float64
 	qs     []model.Quality
 	sorted bool
+	// xs holds the values of a text series (vs then holds zeros, so that
+	// code moving samples around treats both kinds alike); nil for a
+	// numeric series.
+	xs []string
+}
+
+// appendText adds a text sample.
+func (s *headSeries) appendText(t int64, x string, q model.Quality) {
+	s.append(t, 0, q)
+	s.xs = append(s.xs, x)
 }
 
 func (s *headSeries) append(t int64, v float64, q model.Quality) {
@@ -61,9 +72,15 @@ func (s *headSeries) sortDedup() {
 			continue // a later write of the same timestamp follows
 		}
 		s.ts[w], s.vs[w], s.qs[w] = s.ts[i], s.vs[i], s.qs[i]
+		if s.xs != nil {
+			s.xs[w] = s.xs[i]
+		}
 		w++
 	}
 	s.ts, s.vs, s.qs = s.ts[:w], s.vs[:w], s.qs[:w]
+	if s.xs != nil {
+		s.xs = s.xs[:w]
+	}
 	s.sorted = true
 }
 
@@ -76,6 +93,9 @@ func (b byTime) Swap(i, j int) {
 	s.ts[i], s.ts[j] = s.ts[j], s.ts[i]
 	s.vs[i], s.vs[j] = s.vs[j], s.vs[i]
 	s.qs[i], s.qs[j] = s.qs[j], s.qs[i]
+	if s.xs != nil {
+		s.xs[i], s.xs[j] = s.xs[j], s.xs[i]
+	}
 }
 
 // head is the in-memory part of the store. The active head takes applied
@@ -103,11 +123,46 @@ func (h *head) appendLocked(id uint32, t int64, v float64, q model.Quality, now 
 		h.series[id] = s
 	}
 	s.append(t, v, q)
+	if s.xs != nil {
+		// A numeric sample raced the first text of the tag: it is kept,
+		// as its text.
+		s.xs = append(s.xs, strconv.FormatFloat(v, 'g', -1, 64))
+	}
 	if h.samples == 0 {
 		h.born = now()
 	}
 	h.samples++
 }
+
+// appendTextLocked adds a text sample; the caller holds h.mu for writing.
+// It counts for 1 + len(x)/textWeight samples, so that HeadMaxSamples
+// bounds the memory of text as it does that of numbers.
+func (h *head) appendTextLocked(id uint32, t int64, x string, q model.Quality, now func() time.Time) {
+	if int(id) >= len(h.series) {
+		n := make([]*headSeries, int(id)+1+len(h.series)/2)
+		copy(n, h.series)
+		h.series = n
+	}
+	s := h.series[id]
+	if s == nil {
+		s = &headSeries{sorted: true, xs: []string{}}
+		h.series[id] = s
+	}
+	if s.xs == nil {
+		// A numeric sample raced the first text of the tag (write.go
+		// refuses mixed kinds before the WAL; this is the rare race).
+		s.xs = make([]string, len(s.ts))
+	}
+	s.appendText(t, x, q)
+	if h.samples == 0 {
+		h.born = now()
+	}
+	h.samples += 1 + len(x)/textWeight
+}
+
+// textWeight is how many bytes of text count as one more head sample: a
+// numeric sample costs about 17 bytes of head memory.
+const textWeight = 16
 
 // size returns the sample count and when the first sample arrived.
 func (h *head) size() (int, time.Time) {

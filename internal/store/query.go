@@ -102,6 +102,9 @@ func (db *DB) Aggregate(tag string, from, to int64, n int, agg model.Agg) ([]Buc
 	if err != nil {
 		return nil, err
 	}
+	if agg != model.AggCount && db.series.textID(id) {
+		return nil, fmt.Errorf("aggregate %s of %q: %w", agg, tag, model.ErrTextAgg)
+	}
 	q := &query{db: db, id: id, bb: newBounds(from, to, n), accs: make([]acc, n),
 		sumsOnly: agg == model.AggMean || agg == model.AggSum || agg == model.AggCount}
 	db.mu.RLock()
@@ -141,6 +144,9 @@ func (db *DB) headPieces(id uint32, from, to int64) []runInput {
 			p.ts = append([]int64(nil), p.ts...)
 			p.vs = append([]float64(nil), p.vs...)
 			p.qs = append([]model.Quality(nil), p.qs...)
+			if p.xs != nil {
+				p.xs = append([]string{}, p.xs...)
+			}
 			out = append(out, p)
 		}
 	}
@@ -151,7 +157,11 @@ func (db *DB) headPieces(id uint32, from, to int64) []runInput {
 func clip(s *headSeries, from, to int64) runInput {
 	i := sort.Search(len(s.ts), func(k int) bool { return s.ts[k] >= from })
 	j := sort.Search(len(s.ts), func(k int) bool { return s.ts[k] >= to })
-	return runInput{ts: s.ts[i:j], vs: s.vs[i:j], qs: s.qs[i:j]}
+	in := runInput{ts: s.ts[i:j], vs: s.vs[i:j], qs: s.qs[i:j]}
+	if s.xs != nil {
+		in.xs = s.xs[i:j]
+	}
+	return in
 }
 
 // forPartitions calls fn for every day in [from, to) that has runs or head
@@ -244,7 +254,11 @@ func byDay(in runInput, fn func(p int64, day runInput)) {
 		p := partitionOf(in.ts[i])
 		end := (p + 1) * partitionMs
 		j := i + sort.Search(len(in.ts)-i, func(k int) bool { return in.ts[i+k] >= end })
-		fn(p, runInput{id: in.id, ts: in.ts[i:j], vs: in.vs[i:j], qs: in.qs[i:j]})
+		day := runInput{id: in.id, ts: in.ts[i:j], vs: in.vs[i:j], qs: in.qs[i:j]}
+		if in.xs != nil {
+			day.xs = in.xs[i:j]
+		}
+		fn(p, day)
 		i = j
 	}
 }
@@ -442,6 +456,9 @@ func (db *DB) Raw(tag string, from, to int64, limit int) ([]model.Sample, error)
 	if err != nil {
 		return nil, err
 	}
+	if db.series.textID(id) {
+		return nil, fmt.Errorf("raw numbers of %q: %w (read it with RawText)", tag, ErrKind)
+	}
 	q := &query{db: db, id: id}
 	var base runInput
 	db.mu.RLock()
@@ -477,6 +494,10 @@ func (q *query) readRange(r *runFile, rs *runSeries, from, to int64, out *runInp
 	for ; i < len(cs) && cs[i].minT < to; i++ {
 		d, ok := q.decode(r, rs, i)
 		if !ok {
+			continue
+		}
+		if d.xs != nil || out.xs != nil {
+			readTextRange(d, from, to, out)
 			continue
 		}
 		for j, t := range d.ts {

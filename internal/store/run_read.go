@@ -27,6 +27,7 @@ type blockRef struct {
 type chunkRef struct {
 	minT, maxT int64
 	n          int32
+	text       bool // a chunk of a text series
 	blockRef
 }
 
@@ -41,6 +42,7 @@ type runSeries struct {
 	n          int64
 	minT, maxT int64
 	last       model.Sample
+	lastText   string // the value at maxT of a text series
 	total      acc
 	fine       uint8
 	chunks     []chunkRef
@@ -270,12 +272,20 @@ func (r *runFile) parseIndex(idx []byte) error {
 				return errors.New("chunk reference out of range")
 			}
 			c.n, c.off, c.len = int32(cn), uint32(off), uint32(cl)
+			c.text = s.fine == fineText
 			off += int64(cl)
 			if off > r.size {
 				return errors.New("chunk reference out of range")
 			}
 		}
-		if s.fine != noTier {
+		if s.fine == fineText {
+			l := br.uvarint()
+			if l > uint64(len(br.b)) || l > chunkenc.MaxText {
+				return errors.New("bad last text")
+			}
+			s.lastText = string(br.b[:l])
+			br.b = br.b[l:]
+		} else if s.fine != noTier {
 			if int(s.fine) >= numTiers {
 				return errors.New("bad tier")
 			}
@@ -323,6 +333,7 @@ type decodedChunk struct {
 	ts  []int64
 	vs  []float64
 	qs  []uint8
+	xs  []string  // the values of a text chunk (vs then holds zeros)
 	sum []float64 // prefix sums for queries: sum[i] = vs[0] + ... + vs[i-1]
 }
 
@@ -338,6 +349,9 @@ func (r *runFile) decodeChunk(c *chunkRef, d *decodedChunk) error {
 	p, err := r.block(c.blockRef)
 	if err != nil {
 		return err
+	}
+	if c.text {
+		return r.decodeTextChunk(c, p, d)
 	}
 	n := int(c.n)
 	if d.ts, p, err = chunkenc.DecodeTimestamps(d.ts[:0], p, n); err == nil {
@@ -373,6 +387,12 @@ func (r *runFile) readAll(s *runSeries, in *runInput) error {
 	for i := range s.chunks {
 		if err := r.decodeChunk(&s.chunks[i], &d); err != nil {
 			return err
+		}
+		if s.fine == fineText {
+			if in.xs == nil {
+				in.xs = []string{}
+			}
+			in.xs = append(in.xs, d.xs...)
 		}
 		in.ts = append(in.ts, d.ts...)
 		in.vs = append(in.vs, d.vs...)

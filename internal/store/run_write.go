@@ -27,6 +27,7 @@ const (
 	runMagic       = "PITHRUN1"
 	runFooterMagic = "PITHRUNE"
 	runVersion     = 1
+	runVersionText = 2 // a run holding text series (data directory format 3)
 	runHeaderSize  = 16
 	runFooterSize  = 36
 )
@@ -37,6 +38,7 @@ type runInput struct {
 	ts []int64
 	vs []float64
 	qs []model.Quality
+	xs []string // the values of a text series (vs holds zeros); nil for numbers
 }
 
 // runWriter streams blocks to a new run file and builds its index.
@@ -60,7 +62,9 @@ func runFileName(part int64, seq uint64) string {
 	return fmt.Sprintf("p%d-%08d.run", part, seq)
 }
 
-func createRun(fs vfs.FS, dir string, part int64, seq uint64) (*runWriter, error) {
+// createRun starts a run; text says whether it will hold text series
+// (its header then says runVersionText).
+func createRun(fs vfs.FS, dir string, part int64, seq uint64, text bool) (*runWriter, error) {
 	f, err := fs.OpenFile(filepath.Join(dir, runFileName(part, seq)+".tmp"), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create run: %w", err)
@@ -69,6 +73,9 @@ func createRun(fs vfs.FS, dir string, part int64, seq uint64) (*runWriter, error
 	hdr := make([]byte, runHeaderSize)
 	copy(hdr, runMagic)
 	binary.LittleEndian.PutUint32(hdr[8:], runVersion)
+	if text {
+		binary.LittleEndian.PutUint32(hdr[8:], runVersionText)
+	}
 	rw.write(hdr)
 	return rw, nil
 }
@@ -94,6 +101,10 @@ func (rw *runWriter) block(payload []byte) (uint64, uint64) {
 func (rw *runWriter) add(in *runInput, dropRaw bool) {
 	n := len(in.ts)
 	if n == 0 {
+		return
+	}
+	if in.xs != nil {
+		rw.addText(in)
 		return
 	}
 	minT, maxT := in.ts[0], in.ts[n-1]

@@ -11,6 +11,7 @@ import (
 
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pith-historian/pith/internal/store/vfs"
 )
@@ -41,6 +42,12 @@ type seriesTable struct {
 	// listGen counts the changes of what Tags lists: a tag getting its
 	// first sample or losing its last, and label changes.
 	listGen uint64
+	// isText marks text series (their latest text is in ltext); a series
+	// holds numbers or text, never both. nText counts them, so that
+	// numeric writes look kinds up only once a text series exists.
+	isText []bool
+	ltext  []string
+	nText  atomic.Int32
 }
 
 func newSeriesTable() *seriesTable {
@@ -79,7 +86,47 @@ func (s *seriesTable) getOrCreateLocked(name []byte) uint32 {
 	s.has = append(s.has, false)
 	s.first = append(s.first, 0)
 	s.labels = append(s.labels, nil)
+	s.isText = append(s.isText, false)
+	s.ltext = append(s.ltext, "")
 	return id
+}
+
+// markTextLocked makes id a text series; the caller holds s.mu for writing.
+func (s *seriesTable) markTextLocked(id uint32) {
+	if !s.isText[id] {
+		s.isText[id] = true
+		s.nText.Add(1)
+	}
+}
+
+// observeTextLocked records a text sample for Latest and the time range.
+func (s *seriesTable) observeTextLocked(id uint32, t int64, x string, q model.Quality) {
+	s.markTextLocked(id)
+	if !s.has[id] || t >= s.latest[id].T {
+		s.ltext[id] = x
+	}
+	s.observeLocked(id, t, 0, q)
+}
+
+// textID reports whether series id holds text.
+func (s *seriesTable) textID(id uint32) bool {
+	if s.nText.Load() == 0 {
+		return false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.isText[id]
+}
+
+// kindOf reports whether the tag exists with data and whether it is text.
+func (s *seriesTable) kindOf(name string) (exists, text bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	id, ok := s.byName[name]
+	if !ok {
+		return false, false
+	}
+	return s.has[id] || s.isText[id], s.isText[id]
 }
 
 // observeLocked records a sample for Latest and the tag's time range.

@@ -272,9 +272,9 @@ func verifyRun(path string, names int) []string {
 	d := r.data
 	if string(d[:len(runMagic)]) != runMagic {
 		out = append(out, "header damaged (bad magic; not used by the reader)")
-	} else if v := binary.LittleEndian.Uint32(d[8:]); v > runVersion {
-		out = append(out, fmt.Sprintf("run format %d is newer than this Pith supports (%d); upgrade Pith", v, runVersion))
-	} else if v != runVersion {
+	} else if v := binary.LittleEndian.Uint32(d[8:]); v > runVersionText {
+		out = append(out, fmt.Sprintf("run format %d is newer than this Pith supports (%d); upgrade Pith", v, runVersionText))
+	} else if v != runVersion && v != runVersionText {
 		out = append(out, fmt.Sprintf("header damaged (version %d)", v))
 	}
 	var idxCRC uint32
@@ -308,7 +308,7 @@ func verifyRun(path string, names int) []string {
 				out = append(out, fmt.Sprintf("chunk block at offset %d: %v", s.chunks[j].off, errors.Unwrap(err)))
 			}
 		}
-		if s.fine == noTier {
+		if s.fine == noTier || s.fine == fineText {
 			continue
 		}
 		for l := int(s.fine); l < numTiers; l++ {

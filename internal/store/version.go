@@ -11,7 +11,7 @@ import (
 // keeps reading every older version, and an older Pith refuses a newer
 // one with ErrNewerFormat instead of misreading it. The history is in
 // docs/format/store.md ("Versions").
-const FormatVersion = 3
+const FormatVersion = 4
 
 // formatDeletes is the first version with delete records in the WAL and
 // tombstones in MANIFEST. A directory stays at version 1 until its first
@@ -25,6 +25,12 @@ const formatDeletes = 2
 // directory to it before its WAL record is written, since an older Pith
 // would take the new series file for damage.
 const formatLabels = 3
+
+// formatText is the first version with text values: data records with
+// text points (kind 3) and run series of text chunks (labels, version 3, included). A directory is
+// raised to it by its first text write, before the write's WAL record,
+// since an older Pith would skip those records and refuse those runs.
+const formatText = 4
 
 // ErrNewerFormat is wrapped by the error of a data directory or backup
 // written by a newer Pith.
@@ -70,5 +76,18 @@ func (db *DB) raiseVersion(v int) error {
 		return fmt.Errorf("raise data directory format to %d: %w", v, err)
 	}
 	db.log.Info("data directory format raised", "from", old, "to", v)
+	return nil
+}
+
+// ensureText raises the data directory to formatText before the first
+// text value is written.
+func (db *DB) ensureText() error {
+	if db.textReady.Load() {
+		return nil
+	}
+	if err := db.raiseVersion(formatText); err != nil {
+		return err
+	}
+	db.textReady.Store(true)
 	return nil
 }

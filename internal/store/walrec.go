@@ -1,10 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"unicode/utf8"
 
 	"github.com/pith-historian/pith/internal/model"
 )
@@ -54,6 +56,12 @@ func appendDataRecord(dst []byte, txn uint64, pts []model.Point, names map[strin
 // 100 registers then costs about 5 bytes a point, not 20: the WAL is most
 // of what an SD card is written.
 func appendDataRecordIDs(dst []byte, txn uint64, pts []model.Point, names map[string]int, order []string, id func(string) (uint32, bool)) []byte {
+	return appendMixedRecord(dst, txn, pts, nil, names, order, id)
+}
+
+// appendMixedRecord encodes numeric points, then text points, as one data
+// record (text values are point kind 3).
+func appendMixedRecord(dst []byte, txn uint64, pts []model.Point, tpts []model.TextPoint, names map[string]int, order []string, id func(string) (uint32, bool)) []byte {
 	clear(names)
 	order = order[:0]
 	for i := range pts {
@@ -67,6 +75,17 @@ func appendDataRecordIDs(dst []byte, txn uint64, pts []model.Point, names map[st
 			order = append(order, pts[i].Tag)
 		}
 	}
+	for i := range tpts {
+		if id != nil {
+			if _, ok := id(tpts[i].Tag); ok {
+				continue
+			}
+		}
+		if _, ok := names[tpts[i].Tag]; !ok {
+			names[tpts[i].Tag] = len(order)
+			order = append(order, tpts[i].Tag)
+		}
+	}
 	dst = append(dst, recData)
 	dst = binary.AppendUvarint(dst, txn)
 	dst = binary.AppendUvarint(dst, uint64(len(order)))
@@ -74,7 +93,7 @@ func appendDataRecordIDs(dst []byte, txn uint64, pts []model.Point, names map[st
 		dst = binary.AppendUvarint(dst, uint64(len(n)))
 		dst = append(dst, n...)
 	}
-	dst = binary.AppendUvarint(dst, uint64(len(pts)))
+	dst = binary.AppendUvarint(dst, uint64(len(pts)+len(tpts)))
 	var prev int64
 	for i := range pts {
 		p := &pts[i]
@@ -88,6 +107,20 @@ func appendDataRecordIDs(dst []byte, txn uint64, pts []model.Point, names map[st
 		prev = p.T
 		dst = appendValue(dst, p.V, p.Q)
 	}
+	for i := range tpts {
+		p := &tpts[i]
+		key, ok := names[p.Tag]
+		if !ok {
+			sid, _ := id(p.Tag)
+			key = len(order) + int(sid)
+		}
+		dst = binary.AppendUvarint(dst, uint64(key))
+		dst = binary.AppendVarint(dst, p.T-prev)
+		prev = p.T
+		dst = append(dst, byte(p.Q)|valText<<2)
+		dst = binary.AppendUvarint(dst, uint64(len(p.Text)))
+		dst = append(dst, p.Text...)
+	}
 	return dst
 }
 
@@ -97,6 +130,7 @@ const (
 	valRaw     = 0 // 8 bytes, the float64 bits
 	valInteger = 1 // zigzag varint
 	valDecimal = 2 // exponent byte e (1..4), zigzag varint mantissa: v = m / 10^e
+	valText    = 3 // uvarint length, UTF-8 bytes (data directory format 3)
 )
 
 // appendValue writes a value in its shortest exact form.
@@ -125,6 +159,10 @@ type dataRecord struct {
 	n     int
 	body  []byte // the points, decoded by next
 	prev  int64
+	// isText and text describe the point next returned last: a text
+	// point has value 0 and its text here (aliasing the record bytes).
+	isText bool
+	text   []byte
 }
 
 func decodeDataRecord(rec []byte, d *dataRecord) error {
@@ -178,6 +216,7 @@ func (d *dataRecord) next() (key int, t int64, v float64, q model.Quality, err e
 	b = b[n:]
 	t = d.prev + dt
 	d.prev = t
+	d.isText = false
 	flags := b[0]
 	b = b[1:]
 	q = model.Quality(flags & 3)
@@ -204,6 +243,17 @@ func (d *dataRecord) next() (key int, t int64, v float64, q model.Quality, err e
 			return 0, 0, 0, 0, errShortRecord
 		}
 		v, b = float64(m)/pow10[e], b[1+n:]
+	case valText:
+		l, n := binary.Uvarint(b)
+		if n <= 0 || l > model.MaxTextLen || l > uint64(len(b)-n) {
+			return 0, 0, 0, 0, errShortRecord
+		}
+		d.text, b = b[n:n+int(l)], b[n+int(l):]
+		if !utf8.Valid(d.text) || bytes.ContainsAny(d.text, "\r\n") || q > model.QualityUncertain {
+			return 0, 0, 0, 0, fmt.Errorf("bad text in data record")
+		}
+		d.body, d.isText = b, true
+		return int(k), t, 0, q, nil
 	default:
 		return 0, 0, 0, 0, fmt.Errorf("bad value kind in data record")
 	}

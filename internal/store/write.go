@@ -60,6 +60,92 @@ func (db *DB) validatePoints(pts []model.Point) error {
 			return &model.PointError{Index: i, Tag: p.Tag, Err: err}
 		}
 	}
+	if db.series.nText.Load() > 0 {
+		// Kinds are looked up only once a text series exists: a store of
+		// numbers pays one atomic load per write.
+		for i := range pts {
+			if _, text := db.series.kindOf(pts[i].Tag); text {
+				return &model.PointError{Index: i, Tag: pts[i].Tag, Err: ErrKind}
+			}
+		}
+	}
+	return nil
+}
+
+// ErrKind is wrapped by the PointError of a number written to a text tag,
+// or of text written to a numeric tag: a tag holds one kind of value.
+var ErrKind = errors.New("the tag holds the other kind of value (numbers or text)")
+
+// WriteText stores text points atomically, as Write does numbers: on
+// return without error every point is durable and visible; on error none
+// is. A tag holds numbers or text: text for a numeric tag is refused with
+// ErrKind, and so is a number for a tag that holds text.
+func (db *DB) WriteText(ctx context.Context, pts []model.TextPoint) error {
+	return db.WriteMixed(ctx, nil, pts)
+}
+
+// WriteMixed stores numbers and text in one atomic write (one WAL record
+// when small), as a line-protocol request with string fields needs. A
+// PointError's Index counts the numbers first, then the text.
+func (db *DB) WriteMixed(ctx context.Context, pts []model.Point, texts []model.TextPoint) error {
+	if len(texts) == 0 {
+		return db.Write(ctx, pts)
+	}
+	tx := db.Begin()
+	if err := tx.Add(pts); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.AddText(texts); err != nil {
+		tx.Rollback()
+		var pe *model.PointError
+		if errors.As(err, &pe) {
+			return &model.PointError{Index: len(pts) + pe.Index, Tag: pe.Tag, Err: pe.Err}
+		}
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// validateText checks text points and reserves their tags as text tags.
+func (db *DB) validateText(pts []model.TextPoint) error {
+	oldest := int64(-1 << 63)
+	if db.opts.RetentionRaw > 0 {
+		oldest = db.opts.Now().Add(-db.opts.RetentionRaw).UnixMilli()
+	}
+	for i := range pts {
+		p := &pts[i]
+		var err error
+		switch {
+		case p.Tag == "":
+			err = errors.New("empty tag")
+		case p.Q > model.QualityUncertain:
+			err = fmt.Errorf("bad quality %d", p.Q)
+		case p.T < oldest:
+			err = fmt.Errorf("time %d is %w (%s)", p.T, ErrTooOld, db.opts.RetentionRaw)
+		default:
+			err = model.CheckText(p.Text)
+		}
+		if err != nil {
+			return &model.PointError{Index: i, Tag: p.Tag, Err: err}
+		}
+	}
+	if err := db.ensureText(); err != nil {
+		return err
+	}
+	s := db.series
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range pts {
+		if id, ok := s.byName[pts[i].Tag]; ok && s.has[id] && !s.isText[id] {
+			return &model.PointError{Index: i, Tag: pts[i].Tag, Err: ErrKind}
+		}
+	}
+	// The tags are text from now on, so that a number racing this write
+	// is refused.
+	for i := range pts {
+		s.markTextLocked(s.getOrCreateLocked([]byte(pts[i].Tag)))
+	}
 	return nil
 }
 
@@ -130,6 +216,7 @@ func (db *DB) commit(rec []byte, apply func() error) error {
 type Tx struct {
 	db      *DB
 	pending []model.Point
+	ptext   []model.TextPoint // pending text points
 	names   map[string]int
 	order   []string
 	private *head
@@ -169,23 +256,100 @@ func (tx *Tx) Add(pts []model.Point) error {
 		tx.err = err
 		return err
 	}
-	if tx.private == nil && len(tx.pending)+len(pts) <= tx.db.opts.BulkPoints {
+	if tx.private == nil && len(tx.pending)+len(tx.ptext)+len(pts) <= tx.db.opts.BulkPoints {
 		tx.pending = append(tx.pending, pts...)
 		return nil
 	}
-	if tx.private == nil {
-		tx.private = newHead()
-		tx.runs = make(map[int64][]*runFile)
-		if tx.db.following() {
-			tx.txn = tx.db.nextTxn.Add(1)
-		}
-		if err := tx.stage(tx.pending); err != nil {
-			return err
-		}
-		tx.pending = nil
+	if err := tx.goBulk(); err != nil {
+		return err
 	}
 	if err := tx.stage(pts); err != nil {
 		return tx.db.noteDisk(&tx.db.nospace.flush, "bulk writes", err)
+	}
+	return nil
+}
+
+// goBulk turns the transaction into a bulk load, staging what is pending.
+func (tx *Tx) goBulk() error {
+	if tx.private != nil {
+		return nil
+	}
+	tx.private = newHead()
+	tx.runs = make(map[int64][]*runFile)
+	if tx.db.following() {
+		tx.txn = tx.db.nextTxn.Add(1)
+	}
+	if err := tx.stage(tx.pending); err != nil {
+		return err
+	}
+	tx.pending = nil
+	if err := tx.stageText(tx.ptext); err != nil {
+		return err
+	}
+	tx.ptext = nil
+	return nil
+}
+
+// AddText stages text points, as Add does numbers; an invalid point, or
+// one of a tag that holds numbers, fails the whole transaction.
+func (tx *Tx) AddText(pts []model.TextPoint) error {
+	if tx.err != nil {
+		return tx.err
+	}
+	if tx.done {
+		return errors.New("add to finished transaction")
+	}
+	if tx.db.closed.Load() {
+		return ErrClosed
+	}
+	if err := tx.db.validateText(pts); err != nil {
+		tx.err = err
+		return err
+	}
+	if tx.private == nil && len(tx.pending)+len(tx.ptext)+len(pts) <= tx.db.opts.BulkPoints {
+		tx.ptext = append(tx.ptext, pts...)
+		return nil
+	}
+	if err := tx.goBulk(); err != nil {
+		return err
+	}
+	if err := tx.stageText(pts); err != nil {
+		return tx.db.noteDisk(&tx.db.nospace.flush, "bulk writes", err)
+	}
+	return nil
+}
+
+// stageText adds text points to the private head, as stage does numbers.
+func (tx *Tx) stageText(pts []model.TextPoint) error {
+	if len(pts) == 0 {
+		return nil
+	}
+	db, h, s := tx.db, tx.private, tx.db.series
+	if tx.txn != 0 {
+		for rest := pts; len(rest) > 0; {
+			n := min(len(rest), bulkRecordPoints)
+			tx.walBuf = appendMixedRecord(tx.walBuf[:0], tx.txn, nil, rest[:n], tx.names, tx.order, db.series.savedID)
+			pos, err := db.wal.Append(tx.walBuf)
+			if err != nil {
+				tx.err = fmt.Errorf("copy transaction to wal: %w", err)
+				return tx.err
+			}
+			db.stats.WALBytes.Add(int64(len(tx.walBuf)))
+			tx.walLast = pos
+			tx.walRecs++
+			rest = rest[n:]
+		}
+	}
+	s.mu.Lock()
+	for i := range pts {
+		p := &pts[i]
+		id := s.getOrCreateLocked([]byte(p.Tag))
+		h.appendTextLocked(id, p.T, p.Text, p.Q, db.opts.Now)
+	}
+	s.mu.Unlock()
+	tx.n += len(pts)
+	if h.samples >= db.opts.HeadMaxSamples {
+		return tx.spill()
 	}
 	return nil
 }
@@ -305,13 +469,16 @@ func (tx *Tx) Commit(ctx context.Context) error {
 	db := tx.db
 	if tx.private == nil {
 		tx.done = true
-		if len(tx.pending) == 0 {
+		if len(tx.pending) == 0 && len(tx.ptext) == 0 {
 			return nil
 		}
-		pts := tx.pending
-		rec := appendDataRecordIDs(nil, txnAuto, pts, tx.names, tx.order, db.series.savedID)
+		pts, tpts := tx.pending, tx.ptext
+		rec := appendMixedRecord(nil, txnAuto, pts, tpts, tx.names, tx.order, db.series.savedID)
 		return db.commit(rec, func() error {
 			_, err := db.applyPoints(pts)
+			if err == nil && len(tpts) > 0 {
+				db.applyText(tpts)
+			}
 			return err
 		})
 	}
@@ -363,6 +530,25 @@ func (db *DB) applyPoints(pts []model.Point) (int, error) {
 	return len(pts), nil
 }
 
+// applyText adds text points to the active head.
+func (db *DB) applyText(pts []model.TextPoint) {
+	s := db.series
+	db.mu.RLock()
+	h := db.active
+	s.mu.Lock()
+	h.mu.Lock()
+	for i := range pts {
+		p := &pts[i]
+		id := s.getOrCreateLocked([]byte(p.Tag))
+		h.appendTextLocked(id, p.T, p.Text, p.Q, db.opts.Now)
+		s.observeTextLocked(id, p.T, p.Text, p.Q)
+	}
+	h.mu.Unlock()
+	s.mu.Unlock()
+	db.mu.RUnlock()
+	db.stats.PointsWritten.Add(int64(len(pts)))
+}
+
 // applyRecord adds a decoded data record to the active head: all of its
 // points or, when any of them does not decode, none.
 func (db *DB) applyRecord(d *dataRecord) (int, error) {
@@ -373,12 +559,20 @@ func (db *DB) applyRecord(d *dataRecord) (int, error) {
 		q   model.Quality
 	}
 	pts := make([]point, d.n)
+	var texts []string // by point, only when the record holds text
+	var isText []bool
 	for i := range pts {
 		key, t, v, q, err := d.next()
 		if err != nil {
 			return 0, err
 		}
 		pts[i] = point{key, t, v, q}
+		if d.isText {
+			if texts == nil {
+				texts, isText = make([]string, len(pts)), make([]bool, len(pts))
+			}
+			texts[i], isText[i] = string(d.text), true
+		}
 	}
 	s := db.series
 	db.mu.RLock()
@@ -396,10 +590,15 @@ func (db *DB) applyRecord(d *dataRecord) (int, error) {
 		ids[i] = s.getOrCreateLocked(n)
 	}
 	h.mu.Lock()
-	for _, p := range pts {
+	for i, p := range pts {
 		id := uint32(p.key - len(d.names))
 		if p.key < len(ids) {
 			id = ids[p.key]
+		}
+		if isText != nil && isText[i] {
+			h.appendTextLocked(id, p.t, texts[i], p.q, db.opts.Now)
+			s.observeTextLocked(id, p.t, texts[i], p.q)
+			continue
 		}
 		h.appendLocked(id, p.t, p.v, p.q, db.opts.Now)
 		s.observeLocked(id, p.t, p.v, p.q)

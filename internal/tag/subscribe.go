@@ -18,6 +18,11 @@ type Change struct {
 	// Pushed marks a value that came by Write or Stored (push inputs,
 	// imports), whose input chains already ran before it was stored.
 	Pushed bool
+	// IsText marks a change of a text tag: its value is Text and V is 0.
+	// Consumers of numbers (alarms, calculated tags, the Modbus server)
+	// skip it.
+	IsText bool
+	Text   string
 }
 
 // SubMode is how a subscription behaves when its consumer falls behind.

@@ -58,6 +58,9 @@ type Value struct {
 	// Has is false for a tag that is defined but never received a value
 	// (it may still carry a quality and time, e.g. bad from a dead station).
 	Has bool
+	// IsText marks a text tag: its value is Text and V is 0.
+	IsText bool
+	Text   string
 }
 
 // Stats are the table's counters since New.
@@ -70,6 +73,7 @@ type Stats struct {
 	Refused    uint64 // samples in batches the archive sink refused (overflow)
 	NonFinite  uint64 // NaN/Inf samples turned into a bad-quality hold
 	UnknownIDs uint64 // samples naming an ID that was never defined
+	WrongKind  uint64 // numbers for a text tag, refused (text goes by WriteText)
 }
 
 // Options tunes a Table.
@@ -96,6 +100,8 @@ type entry struct {
 	seen    bool         // cur.T/cur.Q were set at least once
 	arch    model.Sample // last archived sample, for the policies
 	archHas bool
+	isText  bool   // a text tag (WriteText, StoredText): cur.V is 0
+	text    string // the current text of a text tag
 }
 
 // Table is the current-value table. All methods are safe for concurrent use.
@@ -227,7 +233,7 @@ func (t *Table) Get(id ID) (Value, bool) {
 }
 
 func (e *entry) value() Value {
-	return Value{Tag: e.def.Name, T: e.cur.T, V: e.cur.V, Q: e.cur.Q, Has: e.has}
+	return Value{Tag: e.def.Name, T: e.cur.T, V: e.cur.V, Q: e.cur.Q, Has: e.has, IsText: e.isText, Text: e.text}
 }
 
 // Stats returns the table's counters.
@@ -308,6 +314,12 @@ func (t *Table) apply(s Sample) {
 		return
 	}
 	e := &t.ents[s.ID]
+	if e.isText {
+		// The store would refuse the number; the archive queue must not
+		// hold a point it can never write.
+		t.stats.WrongKind++
+		return
+	}
 	if !s.Hold && (math.IsNaN(s.V) || math.IsInf(s.V, 0)) {
 		t.stats.NonFinite++
 		s.Hold, s.Q = true, model.QualityBad

@@ -127,6 +127,10 @@ func (t *Table) applyDurable(pts []model.Point, ids []ID, source string) {
 // applyStored applies one durable point; t.mu is held.
 func (t *Table) applyStored(id ID, p *model.Point) {
 	e := &t.ents[id]
+	if e.isText {
+		t.stats.WrongKind++ // the store refused it too, unless it raced the first text
+		return
+	}
 	if e.seen && p.T < e.cur.T {
 		t.stats.Late++
 		return

@@ -59,3 +59,26 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestFmtValueText runs the dashboard's fmtValue under Node: the value of
+// a text tag (a JSON string in /api/v1/live and /latest) is shown as it
+// is, numbers as before. Skipped without node.
+func TestFmtValueText(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not installed")
+	}
+	util, err := filepath.Abs("static/js/util.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := "import { fmtValue } from " + string(mustJSON(t, "file://"+util)) + ";\n" +
+		`console.log(JSON.stringify(["RUN", "", "12", 1.23456789, 7, null].map(fmtValue)));` + "\n"
+	out, err := exec.Command(node, "--input-type=module", "-e", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	if want := `["RUN","","12","1.23457","7","—"]`; string(out) != want+"\n" {
+		t.Fatalf("fmtValue: %s, want %s", out, want)
+	}
+}

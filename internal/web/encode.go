@@ -6,7 +6,8 @@ import (
 )
 
 // appendEvent appends one server-sent event whose data is
-// {"now":MS,"values":[[tag,ms,value|null,quality],...]} on a single line.
+// {"now":MS,"values":[[tag,ms,value|null,quality],...]} on a single line;
+// the value of a text tag is a JSON string.
 // JSON never contains a raw newline, so one "data:" line is enough.
 func appendEvent(b []byte, event string, now int64, vals []liveValue) []byte {
 	b = append(b, "event: "...)
@@ -24,7 +25,9 @@ func appendEvent(b []byte, event string, now int64, vals []liveValue) []byte {
 		b = append(b, ',')
 		b = strconv.AppendInt(b, v.T, 10)
 		b = append(b, ',')
-		if v.Has {
+		if v.Has && v.IsText {
+			b = jsonenc.AppendString(b, v.Text)
+		} else if v.Has {
 			b = jsonenc.AppendFloat(b, v.V)
 		} else {
 			b = append(b, "null"...)

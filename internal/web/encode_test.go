@@ -89,3 +89,21 @@ func BenchmarkAppendEvent(b *testing.B) {
 	b.ReportMetric(float64(b.N)*float64(len(vals))/b.Elapsed().Seconds(), "values/s")
 	b.ReportMetric(float64(len(buf))/float64(len(vals)), "B/value")
 }
+
+// TestAppendEventText: a text tag's value is a JSON string in the stream.
+func TestAppendEventText(t *testing.T) {
+	b := appendEvent(nil, "update", 5, []liveValue{
+		{Tag: "line.state", T: 1, IsText: true, Text: `RUN "<b>"`, Has: true},
+		{Tag: "line.speed", T: 2, V: 1.5, Has: true, Q: model.QualityBad},
+	})
+	data := strings.TrimSuffix(strings.SplitN(string(b), "data: ", 2)[1], "\n\n")
+	var got struct {
+		Values [][]any `json:"values"`
+	}
+	if err := json.Unmarshal([]byte(data), &got); err != nil {
+		t.Fatalf("%s: %v", data, err)
+	}
+	if got.Values[0][2] != `RUN "<b>"` || got.Values[1][2] != 1.5 || got.Values[1][3] != "bad" {
+		t.Fatalf("values %v", got.Values)
+	}
+}

@@ -56,6 +56,9 @@ type liveValue struct {
 	V   float64
 	Q   model.Quality
 	Has bool // false: the tag has a quality but no value yet (sent as null)
+	// IsText marks a text tag, whose value is Text (sent as a string).
+	IsText bool
+	Text   string
 }
 
 // serveLive answers GET /api/v1/live with a server-sent events stream:
@@ -150,7 +153,7 @@ func (s *Server) pushLoop(ctx context.Context, st *liveStream, remote string) er
 	}
 	for _, v := range cur {
 		if st.keep(v.Tag) {
-			st.vals = append(st.vals, liveValue{Tag: v.Tag, T: v.T, V: v.V, Q: v.Q, Has: v.Has})
+			st.vals = append(st.vals, liveValue{Tag: v.Tag, T: v.T, V: v.V, Q: v.Q, Has: v.Has, IsText: v.IsText, Text: v.Text})
 		}
 	}
 	if err := st.send("snapshot", st.vals); err != nil {
@@ -176,7 +179,7 @@ func (s *Server) pushLoop(ctx context.Context, st *liveStream, remote string) er
 		st.vals = st.vals[:0]
 		for _, c := range changes {
 			if st.keep(c.Tag) {
-				st.vals = append(st.vals, liveValue{Tag: c.Tag, T: c.T, V: c.V, Q: c.Q, Has: c.Has})
+				st.vals = append(st.vals, liveValue{Tag: c.Tag, T: c.T, V: c.V, Q: c.Q, Has: c.Has, IsText: c.IsText, Text: c.Text})
 			}
 		}
 		if len(st.vals) > 0 {
@@ -210,7 +213,7 @@ func (s *Server) pollLoop(ctx context.Context, st *liveStream) error {
 			if !st.keep(l.Tag) {
 				continue
 			}
-			v := liveValue{Tag: l.Tag, T: l.T, V: l.V, Q: l.Q, Has: true}
+			v := liveValue{Tag: l.Tag, T: l.T, V: l.V, Q: l.Q, Has: true, IsText: l.IsText, Text: l.Text}
 			if p, ok := prev[l.Tag]; ok && p == v {
 				continue
 			}

@@ -27,9 +27,10 @@ export function mount(root, params) {
     rows = t.list.map(x => {
       const tr = el('tr', null,
         el('td', null, el('a', { href: '#/trend?' + new URLSearchParams({ tag: x.name, range: 'all' }) }, x.name)),
-        el('td', null, x.unit || ''), el('td', null, x.description || ''), el('td', null, x.source || ''),
+        // A text tag (states, batch ids) has no unit: its kind is shown.
+        el('td', null, x.unit || (x.kind === 'text' ? 'text' : '')), el('td', null, x.description || ''), el('td', null, x.source || ''),
         el('td', null, x.archive || ''), el('td', { className: 'nowrap' }, fmtTime(x.first)), el('td', { className: 'nowrap' }, fmtTime(x.last)));
-      return { tr, text: [x.name, x.unit, x.description, x.source, x.archive].join(' ').toLowerCase() };
+      return { tr, text: [x.name, x.unit, x.kind, x.description, x.source, x.archive].join(' ').toLowerCase() };
     });
     tbody.replaceChildren(...rows.map(r => r.tr));
     apply();

@@ -22,9 +22,11 @@ export function el(tag, attrs, ...children) {
   return e;
 }
 
-// fmtValue shows a number with up to 6 significant digits.
+// fmtValue shows a number with up to 6 significant digits, and the value
+// of a text tag (a string) as it is.
 export function fmtValue(v) {
   if (v == null) return '—';
+  if (typeof v === 'string') return v;
   if (Number.isInteger(v) && Math.abs(v) < 1e15) return String(v);
   const a = Math.abs(v);
   if (a !== 0 && (a >= 1e9 || a < 1e-4)) return v.toExponential(3);
