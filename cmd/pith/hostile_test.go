@@ -44,7 +44,7 @@ func hostileScaleFor() hostileScale {
 // Limits the run must keep (docs/reliability.md).
 const (
 	defaultBudget  = 128 << 20
-	rssHeadroom    = 64 << 20  // peak RSS may pass the budget by this much
+	rssHeadroom    = 96 << 20  // peak RSS may pass the budget by this much
 	rssCeiling     = 384 << 20 // and never this
 	steadyMinShare = 0.9       // of its rate the steady writer must keep
 )
