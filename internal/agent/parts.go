@@ -107,7 +107,7 @@ type keysPart struct {
 	cfg   *config.Config
 	users *usersPart // people's sessions count as credentials too
 	log   *slog.Logger
-	auth *api.Auth // once started
+	auth  *api.Auth // once started
 }
 
 var _ Reloadable = (*keysPart)(nil)
