@@ -262,6 +262,13 @@ func (m *Manager) handleSetup(w http.ResponseWriter, r *http.Request) {
 	m.handleSignIn(w, reRead(r, req))
 }
 
+// reloadNow reads the accounts file after a change made here.
+func (m *Manager) reloadNow() {
+	if err := m.reload(true); err != nil {
+		m.log.Warn("read accounts", "err", err)
+	}
+}
+
 // reRead returns r with its body replaced by the sign-in of req.
 func reRead(r *http.Request, req credentialsBody) *http.Request {
 	b, _ := json.Marshal(credentialsBody{Name: req.Name, Password: req.Password})
@@ -323,7 +330,7 @@ func (m *Manager) handleUsers(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		m.record(rec)
-		m.reloadQuiet()
+		m.reloadNow()
 		a, _ := m.acc.Get(req.Name)
 		api.WriteValue(w, http.StatusCreated, m.userAnswer(a))
 	default:
@@ -374,7 +381,7 @@ func (m *Manager) handleUser(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		m.EndUser(name) // the new role or password applies from the next sign-in
-		m.reloadQuiet()
+		m.reloadNow()
 		m.record(rec)
 		api.WriteValue(w, http.StatusOK, m.userAnswer(a))
 	case action == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead):

@@ -271,6 +271,16 @@ func (m *Manager) signIn(name, password, addr, oldCookie string) (cookie, csrf s
 	m.mu.Lock()
 	acc, ok := m.accounts[name]
 	m.mu.Unlock()
+	if !ok {
+		// Made a moment ago (by `pith user` or the users page)? Read the
+		// file now rather than within the next second.
+		if err := m.reload(true); err != nil {
+			m.log.Warn("read accounts", "err", err)
+		}
+		m.mu.Lock()
+		acc, ok = m.accounts[name]
+		m.mu.Unlock()
+	}
 	hash := acc.Hash
 	if !ok {
 		// Spend the same work on an unknown name as on a known one.

@@ -2,10 +2,14 @@
 // Shown to people whose role may control; the server checks the tag
 // against the role's patterns and says so when it refuses.
 import { send, tags } from './api.js';
-import { session } from './session.js';
+import { session, can } from './session.js';
 import { el } from './util.js';
 
 export function mount(root, params) {
+  session().then(s => { if (can(s, 'control')) form(root, params); else root.append(el('p', { className: 'panel muted' }, 'Your role may not write tags.')); });
+}
+
+function form(root, params) {
   const list = el('datalist', { id: 'control-tags' });
   const tag = el('input', { type: 'text', ariaLabel: 'Tag', name: 'tag', className: 'grow', value: params.get('tag') || '' });
   tag.setAttribute('list', 'control-tags');
