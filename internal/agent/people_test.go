@@ -194,9 +194,33 @@ operator_tags = ["boiler.*"]
 		t.Errorf("refused control record %+v", *r)
 	}
 	find(audit.ActionAck, "boiler.high", "otto")
+	// Forwarded like events: each record is an event pith.audit.<action>
+	// in the event collector, whose sinks carry it upstream.
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		_, body := ada.do("GET", "/api/v1/events?name=pith.audit.control", "")
+		if strings.Contains(body, `"target":"boiler.setpoint"`) && strings.Contains(body, `"who":"otto"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("audit records not in the event collector: %s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	// CSV export.
 	if code, body := ada.do("GET", "/api/v1/audit?format=csv&who=otto", ""); code != 200 || !strings.Contains(body, "boiler.setpoint") || strings.Contains(body, ",ada,") {
 		t.Errorf("CSV: %d %s", code, body)
+	}
+}
+
+func TestKeyChanges(t *testing.T) {
+	old := []config.APIKey{{Name: "a", Hash: "h1", Scope: "read"}, {Name: "b", Hash: "h2", Scope: "write"}}
+	cur := []config.APIKey{{Name: "a", Hash: "h1", Scope: "admin"}, {Name: "c", Hash: "h3", Scope: "read"}}
+	if got, want := keyChanges(old, cur), "added c (read), changed a (admin), removed b"; got != want {
+		t.Errorf("keyChanges: %q, want %q", got, want)
+	}
+	if got := keyChanges(old, old); got != "" {
+		t.Errorf("no change: %q", got)
 	}
 }
 
