@@ -123,6 +123,7 @@ func (k *keysPart) Start(context.Context) error {
 		return err
 	}
 	k.auth.SetSessions(k.users.mgr)
+	k.auth.OnRefused(k.users.refused)
 	return api.CheckExposure(k.cfg.HTTP.Listen, k.auth.Enabled(), k.cfg.HTTP.Auth == "none")
 }
 

@@ -194,6 +194,9 @@ operator_tags = ["boiler.*"]
 		t.Errorf("refused control record %+v", *r)
 	}
 	find(audit.ActionAck, "boiler.high", "otto")
+	if r := find(audit.ActionRefused, "/api/v1/control", "vera"); r != nil && !strings.Contains(r.Result, "control permission") {
+		t.Errorf("refused record %+v", *r)
+	}
 	// Forwarded like events: each record is an event pith.audit.<action>
 	// in the event collector, whose sinks carry it upstream.
 	deadline = time.Now().Add(10 * time.Second)

@@ -184,6 +184,12 @@ func (u *usersPart) controlRecorder(tab *tag.Table) rule.Recorder {
 	}
 }
 
+// refused records a state-changing request the permission check refused.
+func (u *usersPart) refused(r *http.Request, p *api.Principal, msg string) {
+	u.record(audit.Record{Who: p.Name, Kind: p.Kind, Role: p.Role, From: r.RemoteAddr, Action: audit.ActionRefused,
+		Target: r.URL.Path, Result: msg, Detail: r.Method + " " + r.URL.RequestURI()})
+}
+
 // auditRequests records every state-changing request that no handler
 // records itself in more detail: reloads, backups, FREEZE, deletes,
 // schedule and booking changes. Pushed values (imports, inputs, events)

@@ -92,8 +92,14 @@ type key struct {
 type Auth struct {
 	keys     atomic.Pointer[[]key]
 	sessions Sessions // nil: no accounts
+	refused  func(r *http.Request, p *Principal, msg string)
 	log      *slog.Logger
 }
+
+// OnRefused makes fn hear of every state-changing request refused because
+// the key or role that sent it lacks the permission (the audit journal
+// records them). Call it before serving.
+func (a *Auth) OnRefused(fn func(r *http.Request, p *Principal, msg string)) { a.refused = fn }
 
 // NewAuth returns an Auth accepting keys. With no keys every request is
 // let through: that is for loopback listeners and for auth = "none",
@@ -296,13 +302,17 @@ func (a *Auth) wrap(need func(*http.Request) Perm, h http.Handler) http.Handler 
 			return
 		}
 		if !p.Perms.Has(n) {
+			var msg string
 			if p.Kind == "key" {
-				writeError(w, http.StatusForbidden, fmt.Sprintf("key %q has scope %s; %s %s needs %s",
-					p.Name, p.Role, r.Method, r.URL.Path, scopeOf(n)))
+				msg = fmt.Sprintf("key %q has scope %s; %s %s needs %s", p.Name, p.Role, r.Method, r.URL.Path, scopeOf(n))
 			} else {
-				writeError(w, http.StatusForbidden, fmt.Sprintf("%s %q has the role %s, which may not %s %s (it needs the %s permission)",
-					p.Kind, p.Name, p.Role, r.Method, r.URL.Path, n))
+				msg = fmt.Sprintf("%s %q has the role %s, which may not %s %s (it needs the %s permission)",
+					p.Kind, p.Name, p.Role, r.Method, r.URL.Path, n)
 			}
+			if a.refused != nil && !safeMethod(r.Method) {
+				a.refused(r, p, msg)
+			}
+			writeError(w, http.StatusForbidden, msg)
 			return
 		}
 		if !CheckCSRF(r, p) {

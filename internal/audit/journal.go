@@ -40,6 +40,7 @@ const (
 	ActionFreeze       = "freeze"
 	ActionSchedule     = "schedule"
 	ActionRequest      = "request" // any other state-changing request
+	ActionRefused      = "refused" // a state-changing request its key or role may not make
 )
 
 // Record is one entry of the journal.

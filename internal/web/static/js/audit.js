@@ -3,7 +3,7 @@
 import { getJSON } from './api.js';
 import { el, fmtTime, fmtValue, setStatus, debounce } from './util.js';
 
-const actions = ['', 'sign-in', 'sign-in-failed', 'sign-out', 'setup', 'alarm-ack', 'control', 'rule-override', 'reload', 'user', 'keys', 'backup', 'delete', 'freeze', 'schedule', 'request'];
+const actions = ['', 'sign-in', 'sign-in-failed', 'sign-out', 'setup', 'alarm-ack', 'control', 'rule-override', 'reload', 'user', 'keys', 'backup', 'delete', 'freeze', 'schedule', 'request', 'refused'];
 
 export function mount(root, params) {
   const who = el('input', { type: 'search', placeholder: 'person or key', ariaLabel: 'Who', value: params.get('who') || '' });
