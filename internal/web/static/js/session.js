@@ -13,7 +13,7 @@ export function session(fresh) {
     let k = '';
     try { k = localStorage.getItem('pith.apiKey') || ''; } catch { /* storage off */ }
     current = fetch('/api/v1/session', { cache: 'no-store', headers: k ? { Authorization: 'Bearer ' + k } : {} })
-      .then(r => r.ok ? r.json() : { signed_in: false, accounts: true })
+      .then(r => r.ok ? r.json() : { signed_in: false, accounts: r.status !== 404 })
       .catch(() => ({ signed_in: false, accounts: false }));
   }
   return current;
