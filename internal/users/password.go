@@ -23,6 +23,13 @@ const (
 	saltLen      = 16
 )
 
+// Bounds of the parameters a stored hash may ask for, so that a damaged
+// or hostile accounts file cannot make one check take gigabytes or minutes.
+const (
+	maxArgonMemory = 256 * 1024 // KiB
+	maxArgonTime   = 10
+)
+
 // Password lengths accepted.
 const (
 	MinPassword = 10
@@ -67,7 +74,7 @@ func VerifyPassword(hash, pw string) (bool, error) {
 	}
 	var m, t uint32
 	var p uint8
-	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &m, &t, &p); err != nil || m == 0 || t == 0 || p == 0 || m > 1<<22 || t > 100 {
+	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &m, &t, &p); err != nil || m == 0 || t == 0 || p == 0 || m > maxArgonMemory || t > maxArgonTime {
 		return false, errBadHash
 	}
 	b64 := base64.RawStdEncoding

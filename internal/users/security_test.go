@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,7 +35,7 @@ func (c *clock) add(d time.Duration) {
 // api.Auth, the one check of the running agent: POST /act needs the
 // acknowledge permission, POST /api/v1/admin/x needs admin.
 type rig struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *httptest.Server
 	mgr   *Manager
 	clock *clock
@@ -44,7 +45,7 @@ type rig struct {
 
 const pw = "correct horse battery"
 
-func newRig(t *testing.T, tlsOn bool) *rig {
+func newRig(t testing.TB, tlsOn bool) *rig {
 	t.Helper()
 	dir := t.TempDir()
 	acc, err := OpenAccounts(dir)
@@ -486,5 +487,44 @@ func TestMatchTags(t *testing.T) {
 	p := api.Principal{Perms: RoleViewer.Perms(), Tags: []string{"*"}}
 	if p.MayWrite("boiler.setpoint") {
 		t.Error("a viewer may write")
+	}
+}
+
+// BenchmarkCheck measures the one permission check of a request that
+// carries a session cookie, beside one that carries an API key (the
+// reference), through api.Auth to a handler that does nothing.
+// Run: go test -run NONE -bench Check ./internal/users/
+func BenchmarkCheck(b *testing.B) {
+	r := newRig(b, false)
+	c := r.client()
+	c.signIn("otto", pw)
+	u, _ := url.Parse(r.srv.URL)
+	cookie := c.hc.Jar.Cookies(u)[0]
+	auth, _ := api.NewAuth(nil, nil)
+	_, hash := api.GenerateKey()
+	plain, hash2 := api.GenerateKey()
+	auth.SetKeys([]api.Key{{Name: "x", Hash: hash, Scope: api.ScopeRead}, {Name: "robot", Hash: hash2, Scope: api.ScopeRead}})
+	auth.SetSessions(r.mgr)
+	h := auth.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	for _, tt := range []struct {
+		name string
+		set  func(*http.Request)
+	}{
+		{"session", func(q *http.Request) { q.AddCookie(cookie) }},
+		{"key", func(q *http.Request) { q.Header.Set("Authorization", "Bearer "+plain) }},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			req := httptest.NewRequest("GET", "/api/v1/latest", nil)
+			tt.set(req)
+			w := httptest.NewRecorder()
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				w.Code = 0
+				h.ServeHTTP(w, req)
+			}
+			if w.Code != 0 && w.Code != 200 {
+				b.Fatalf("status %d", w.Code)
+			}
+		})
 	}
 }
