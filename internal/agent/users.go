@@ -83,6 +83,9 @@ func userOptions(c config.Users) users.Options {
 	o.Tags = users.TagRules{Operator: c.OperatorTags, Engineer: c.EngineerTags, Admin: c.AdminTags}
 	o.AccountAttempts, o.AccountEvery = c.LoginAttempts, c.LoginEvery.Std()
 	o.AddressAttempts, o.AddressEvery = c.AddressAttempts, c.AddressEvery.Std()
+	if c.LDAP.URL != "" {
+		o.LDAP = &users.LDAP{URL: c.LDAP.URL, BindDN: c.LDAP.BindDN, Role: users.Role(c.LDAP.Role), Timeout: c.LDAP.Timeout.Std()}
+	}
 	return o
 }
 

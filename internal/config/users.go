@@ -27,6 +27,21 @@ type Users struct {
 	// one more every AddressEvery.
 	AddressAttempts int      `toml:"address_attempts"`
 	AddressEvery    Duration `toml:"address_every"`
+	// LDAP signs in people without a local account through the plant's
+	// directory (an LDAP simple bind).
+	LDAP LDAP `toml:"ldap"`
+}
+
+// LDAP is the [users.ldap] section.
+type LDAP struct {
+	// URL is ldap://host:389 or ldaps://host:636; "" turns LDAP off.
+	URL string `toml:"url"`
+	// BindDN is the DN bound as, with {name} replaced by the account name.
+	BindDN string `toml:"bind_dn"`
+	// Role is the role of people signed in through the directory.
+	Role string `toml:"role"`
+	// Timeout bounds one bind.
+	Timeout Duration `toml:"timeout"`
 }
 
 // Audit is the [audit] section: the audit journal.
@@ -42,7 +57,8 @@ type Audit struct {
 func DefaultUsers() Users {
 	return Users{SessionIdle: Duration(30 * time.Minute), SessionMax: Duration(12 * time.Hour),
 		OperatorTags: []string{}, EngineerTags: []string{"*"}, AdminTags: []string{"*"},
-		LoginAttempts: 5, LoginEvery: Duration(time.Minute), AddressAttempts: 20, AddressEvery: Duration(10 * time.Second)}
+		LoginAttempts: 5, LoginEvery: Duration(time.Minute), AddressAttempts: 20, AddressEvery: Duration(10 * time.Second),
+		LDAP: LDAP{Role: "viewer", Timeout: Duration(5 * time.Second)}}
 }
 
 // DefaultAudit returns the [audit] defaults: a year and a day, forwarded.
@@ -75,6 +91,22 @@ func (u *Users) validate(add func(key, format string, args ...any)) {
 	}
 	if u.AddressEvery <= 0 {
 		add("users.address_every", "must be positive")
+	}
+	if l := u.LDAP; l.URL != "" {
+		if !strings.HasPrefix(l.URL, "ldap://") && !strings.HasPrefix(l.URL, "ldaps://") {
+			add("users.ldap.url", "want ldap://host:port or ldaps://host:port, got %q", l.URL)
+		}
+		if !strings.Contains(l.BindDN, "{name}") {
+			add("users.ldap.bind_dn", "must contain {name}, e.g. \"uid={name},ou=people,dc=example,dc=org\"")
+		}
+		switch l.Role {
+		case "viewer", "operator", "engineer", "admin":
+		default:
+			add("users.ldap.role", "unknown role %q (want viewer, operator, engineer or admin)", l.Role)
+		}
+		if l.Timeout <= 0 {
+			add("users.ldap.timeout", "must be positive")
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package users
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -37,6 +38,9 @@ type Options struct {
 	// one more every AddressEvery.
 	AddressAttempts int
 	AddressEvery    time.Duration
+	// LDAP, when set, signs in people without a local account through
+	// the directory.
+	LDAP *LDAP
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
@@ -86,6 +90,7 @@ type Manager struct {
 
 type session struct {
 	user    string
+	role    Role // a directory user's role; local accounts' come from the file
 	csrf    string
 	created time.Time
 	used    time.Time
@@ -233,7 +238,10 @@ func (m *Manager) Session(r *http.Request) (*api.Principal, bool) {
 		return nil, false
 	}
 	a, ok := m.accounts[s.user]
-	if !ok || a.Disabled {
+	if s.role != "" && !ok {
+		a, ok = Account{Name: s.user, Role: s.role}, true // a directory user
+	}
+	if !ok || a.Disabled || (s.role != "" && a.Hash != "") {
 		delete(m.sessions, id)
 		return nil, false
 	}
@@ -282,20 +290,39 @@ func (m *Manager) signIn(name, password, addr, oldCookie string) (cookie, csrf s
 		m.mu.Unlock()
 	}
 	hash := acc.Hash
-	if !ok {
-		// Spend the same work on an unknown name as on a known one.
-		hash = m.dummyHash()
+	m.mu.Lock()
+	dir := m.opts.LDAP
+	m.mu.Unlock()
+	var good bool
+	var verr error
+	if !ok && dir != nil {
+		m.hashing <- struct{}{}
+		good, verr = dir.bind(context.Background(), name, password)
+		<-m.hashing
+		if verr != nil {
+			m.log.Warn("directory sign-in", "account", name, "err", verr)
+		}
+		if good {
+			acc, ok = Account{Name: name, Role: dir.Role}, true
+		}
+	} else {
+		if !ok {
+			// Spend the same work on an unknown name as on a known one.
+			hash = m.dummyHash()
+		}
+		m.hashing <- struct{}{}
+		good, verr = VerifyPassword(hash, password)
+		<-m.hashing
 	}
-	m.hashing <- struct{}{}
-	good, verr := VerifyPassword(hash, password)
-	<-m.hashing
 	if verr != nil && ok {
 		m.log.Error("account has a bad password hash", "account", name, "err", verr)
 	}
 	if !ok || !good || acc.Disabled {
 		m.byAddr.fail(addr, now)
-		if ok {
-			m.byUser.fail(name, now) // only real accounts: names cannot evict them
+		if ok || dir != nil {
+			// Only names that may be real accounts (local, or any with a
+			// directory): made-up names cannot evict local ones' buckets.
+			m.byUser.fail(name, now)
 		}
 		return "", "", acc, errSignIn
 	}
@@ -307,7 +334,11 @@ func (m *Manager) signIn(name, password, addr, oldCookie string) (cookie, csrf s
 		delete(m.sessions, sessionKey(oldCookie))
 	}
 	m.trimSessions(name)
-	m.sessions[sessionKey(cookie)] = &session{user: name, csrf: csrf, created: now, used: now, from: addr}
+	ns := &session{user: name, csrf: csrf, created: now, used: now, from: addr}
+	if acc.Hash == "" {
+		ns.role = acc.Role // signed in through the directory
+	}
+	m.sessions[sessionKey(cookie)] = ns
 	return cookie, csrf, acc, nil
 }
 
