@@ -45,6 +45,9 @@ export class APIError extends Error {
 }
 
 async function fail(r) {
+  // A session that ended (idle or absolute timeout, signed out elsewhere):
+  // back to the sign-in page, unless a key is what this browser sends.
+  if (r.status === 401 && !apiKey() && !/^#\/(signin|setup)/.test(location.hash)) location.hash = '#/signin';
   let msg = r.status + ' ' + r.statusText;
   try {
     const t = await r.text();
