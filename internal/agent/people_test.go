@@ -258,7 +258,15 @@ var roleTable = map[string]struct{ get, post string }{
 	"/api/v1/write":            {"viewer", "admin"},
 	"/write":                   {"admin", "admin"},
 	"/api/v2/write":            {"admin", "admin"},
-	"/query":                   {"admin", "admin"},
+	"/query":                   {"viewer", "viewer"}, // InfluxQL: reads
+	"/api/v1/energy":           {"viewer", "admin"},
+	"/api/v1/histogram":        {"viewer", "admin"},
+	"/api/v1/report":           {"viewer", "admin"},
+	"/api/v1/dashboards":       {"viewer", "engineer"}, // engineers edit dashboards
+	"/api/v1/dashboards/":      {"viewer", "engineer"},
+	"/d/":                      {"none", "none"},
+	"/dashboard":               {"none", "none"},
+	"/display":                 {"none", "none"},
 	"/ping":                    {"viewer", "admin"},
 	"/input/":                  {"admin", "admin"},
 	"/api/v1/query":            {"viewer", "viewer"},

@@ -167,7 +167,8 @@ func Need(method, p string) Perm {
 	case p == "/api/v1/users", strings.HasPrefix(p, "/api/v1/users/"), p == "/api/v1/audit":
 		return PermAdmin
 	case strings.HasPrefix(p, "/api/v1/schedules/"), p == "/api/v1/schedules",
-		strings.HasPrefix(p, "/api/v1/rules/override"):
+		strings.HasPrefix(p, "/api/v1/rules/override"),
+		p == "/api/v1/dashboards", strings.HasPrefix(p, "/api/v1/dashboards/"):
 		if safe {
 			return PermRead
 		}
