@@ -24,6 +24,7 @@ func commands() []command {
 		{"restore", "restore a checked backup into a data directory", runRestore},
 		{"verify", "check every checksum of a backup or data directory", runVerify},
 		{"key", "make an API key and its config entry", runKey},
+		{"user", "manage the people who sign in (add, passwd, role, disable, list)", runUser},
 		{"check-config", "validate a config file without starting", runCheckConfig},
 		{"cert", "make the OPC UA application certificate, or trust a server's", runCert},
 		{"discover", "browse an OPC UA server and print its [[opcua.client]] config", runDiscover},

@@ -135,7 +135,11 @@ func (a *Agent) Start(ctx context.Context) error {
 
 func (a *Agent) start(ctx context.Context) error {
 	cfg, log := a.opts.Config, a.log
-	keys := &keysPart{cfg: cfg, log: log}
+	us := &usersPart{cfg: cfg, log: log}
+	if err := a.add(ctx, us); err != nil {
+		return err
+	}
+	keys := &keysPart{cfg: cfg, users: us, log: log}
 	if err := a.add(ctx, keys); err != nil {
 		return err
 	}
@@ -148,6 +152,7 @@ func (a *Agent) start(ctx context.Context) error {
 		return err
 	}
 	au := newAutomation(cfg, pl.p, a.health, log)
+	au.users = us
 	if err := a.add(ctx, au); err != nil {
 		return err
 	}
@@ -178,12 +183,12 @@ func (a *Agent) start(ctx context.Context) error {
 	}
 	var ev *eventsPart
 	if cfg.Events.Enabled {
-		ev = &eventsPart{cfg: cfg, plant: pl.p, alarms: &au.events, log: log}
+		ev = &eventsPart{cfg: cfg, plant: pl.p, alarms: &au.events, audit: &us.events, log: log}
 		if err := a.add(ctx, ev); err != nil {
 			return err
 		}
 	}
-	a.http = &httpPart{cfg: cfg, agent: a, keys: keys, store: st, plant: pl, automation: au, inputs: in,
+	a.http = &httpPart{cfg: cfg, agent: a, users: us, keys: keys, store: st, plant: pl, automation: au, inputs: in,
 		diag: dg, events: ev, budget: budget, log: log}
 	if err := a.add(ctx, a.http); err != nil {
 		return err

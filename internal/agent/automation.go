@@ -34,6 +34,7 @@ type automation struct {
 	plant  *plant.Plant
 	tab    alarm.Table // the plant's tag table but in tests
 	health *health
+	users  *usersPart // the audit journal; nil in tests
 	log    *slog.Logger
 
 	alarms *alarm.Engine    // nil when [alarms] is off
@@ -89,6 +90,9 @@ func (a *automation) start(ctx context.Context) error {
 		if cfg.Events.Enabled {
 			extra = append(extra, &a.events)
 		}
+		if a.users != nil {
+			extra = append(extra, alarmAudit{a.users})
+		}
 		e, stop, err := alarm.Start(ctx, cfg, a.tab, log.With("part", "alarms"), extra...)
 		if err != nil {
 			return fmt.Errorf("start alarms: %w", err)
@@ -105,6 +109,9 @@ func (a *automation) start(ctx context.Context) error {
 		alarms = a.alarms
 	}
 	a.guard = rule.NewGuard(a.ctl, rule.Limits(cfg.Rules.Limit), alarms, nil, log.With("part", "control"))
+	if a.users != nil {
+		a.guard.SetRecorder(a.users.controlRecorder(a.plant.Table()))
+	}
 	var sched rule.Schedules
 	if cfg.Schedules.Enabled {
 		s, err := schedule.New(cfg.Schedules, filepath.Join(cfg.Store.Dir, "schedules"), a.plant.Table(), nil, log.With("part", "schedules"))

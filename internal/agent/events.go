@@ -22,6 +22,7 @@ type eventsPart struct {
 	cfg    *config.Config
 	plant  *plant.Plant
 	alarms *alarmEvents
+	audit  *auditEvents
 	log    *slog.Logger
 	col    *events.Collector // once started
 }
@@ -37,11 +38,13 @@ func (e *eventsPart) Start(context.Context) error {
 	}
 	e.col = col
 	e.alarms.col.Store(col)
+	e.audit.col.Store(col)
 	return nil
 }
 
 func (e *eventsPart) Stop() {
 	e.alarms.col.Store(nil)
+	e.audit.col.Store(nil)
 	e.col.Close()
 }
 

@@ -28,6 +28,7 @@ import (
 type httpPart struct {
 	cfg        *config.Config
 	agent      *Agent
+	users      *usersPart
 	keys       *keysPart
 	store      *storePart
 	plant      *plantPart
@@ -60,6 +61,8 @@ func (h *httpPart) Start(ctx context.Context) error {
 	}
 	h.automation.mount(mux, db, log)
 	mux.Handle("/api/v1/admin/reload", reloadHandler{h.agent})
+	h.users.mgr.Mount(mux)
+	mux.Handle("/api/v1/audit", h.users.journal.Handler())
 	var signed http.Handler // event posts signed with the shared secret skip the key check
 	if h.events != nil {
 		signed = h.events.mount(mux)
@@ -115,8 +118,9 @@ func (h *httpPart) Start(ctx context.Context) error {
 	h.cancel, h.failed = cancel, make(chan struct{})
 	go func() {
 		defer close(h.failed)
-		h.err = api.ServeWith(sctx, ln, chain(guard(mux)), lim, tlsCfg, log)
+		h.err = api.ServeWith(sctx, ln, chain(guard(h.users.auditRequests(mux))), lim, tlsCfg, log)
 	}()
+	h.users.announceSetup(h.addr, tlsCfg != nil)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/pith-historian/pith/internal/api"
+	"github.com/pith-historian/pith/internal/audit"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/diag"
 	"github.com/pith-historian/pith/internal/plant"
@@ -103,9 +104,10 @@ var _ Change = (*plant.Change)(nil)
 // listener reachable from other machines without keys is refused before
 // anything opens (see docs/design/0003-security.md).
 type keysPart struct {
-	cfg  *config.Config
-	log  *slog.Logger
-	auth *api.Auth // once started
+	cfg   *config.Config
+	users *usersPart // people's sessions count as credentials too
+	log   *slog.Logger
+	auth  *api.Auth // once started
 }
 
 var _ Reloadable = (*keysPart)(nil)
@@ -120,6 +122,8 @@ func (k *keysPart) Start(context.Context) error {
 	if k.auth, err = api.NewAuth(keys, k.log); err != nil {
 		return err
 	}
+	k.auth.SetSessions(k.users.mgr)
+	k.auth.OnRefused(k.users.refused)
 	return api.CheckExposure(k.cfg.HTTP.Listen, k.auth.Enabled(), k.cfg.HTTP.Auth == "none")
 }
 
@@ -138,10 +142,15 @@ func (k *keysPart) Prepare(cfg *config.Config) (Change, error) {
 	if err := api.CheckExposure(k.cfg.HTTP.Listen, len(keys) > 0, cfg.HTTP.Auth == "none"); err != nil {
 		return nil, err
 	}
+	old := k.cfg.HTTP.Keys
 	return funcChange{commit: func() {
 		if err := k.auth.SetKeys(keys); err != nil { // parsed above: cannot fail
 			k.log.Error("set API keys", "err", err)
 		}
+		if d := keyChanges(old, cfg.HTTP.Keys); d != "" {
+			k.users.record(audit.Record{Action: audit.ActionKeys, Target: "http.keys", Detail: d})
+		}
+		k.cfg = cfg
 	}}, nil
 }
 

@@ -286,7 +286,7 @@ func TestReloadFailureInEachPartAppliesNothing(t *testing.T) {
 	for _, p := range r.a.reloadable {
 		names = append(names, p.Name())
 	}
-	if want := "keys plant automation forwarders sparkplug"; strings.Join(names, " ") != want {
+	if want := "users keys plant automation forwarders sparkplug"; strings.Join(names, " ") != want {
 		t.Fatalf("reloadable parts %q, want %q", names, want)
 	}
 	for i, name := range names {

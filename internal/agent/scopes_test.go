@@ -63,6 +63,11 @@ var scopeTable = map[string]struct{ get, post string }{
 	"/api/v1/status/buildinfo": {"read", "read"},
 	"/api/v1/metadata":         {"read", "read"},
 	"/api/v1/query_exemplars":  {"read", "read"},
+	"/api/v1/session":          {"none", "none"}, // sign-in: the handler checks the password
+	"/api/v1/setup":            {"none", "none"}, // first admin: the handler checks the one-time token
+	"/api/v1/users":            {"admin", "admin"},
+	"/api/v1/users/":           {"admin", "admin"},
+	"/api/v1/audit":            {"admin", "admin"},
 }
 
 // TestRouteScopes walks every route the running agent mounted and sends a

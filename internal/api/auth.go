@@ -90,9 +90,16 @@ type key struct {
 // Auth checks API keys. It is safe for concurrent use; SetKeys swaps the
 // keys of a running server (a config reload).
 type Auth struct {
-	keys atomic.Pointer[[]key]
-	log  *slog.Logger
+	keys     atomic.Pointer[[]key]
+	sessions Sessions // nil: no accounts
+	refused  func(r *http.Request, p *Principal, msg string)
+	log      *slog.Logger
 }
+
+// OnRefused makes fn hear of every state-changing request refused because
+// the key or role that sent it lacks the permission (the audit journal
+// records them). Call it before serving.
+func (a *Auth) OnRefused(fn func(r *http.Request, p *Principal, msg string)) { a.refused = fn }
 
 // NewAuth returns an Auth accepting keys. With no keys every request is
 // let through: that is for loopback listeners and for auth = "none",
@@ -151,17 +158,37 @@ func parseKeys(keys []Key) ([]key, error) {
 	return out, nil
 }
 
-// Enabled reports whether keys are required.
-func (a *Auth) Enabled() bool { return len(*a.keys.Load()) > 0 }
+// Sessions is the sign-in of people (internal/users implements it). The
+// methods are safe for concurrent use.
+type Sessions interface {
+	// Enabled reports whether any account exists: from then on requests
+	// need a session or a key.
+	Enabled() bool
+	// Session returns the principal of the session cookie r carries and
+	// refreshes its idle time; ok is false when there is none or it ended.
+	Session(r *http.Request) (p *Principal, ok bool)
+}
 
-// identityKey is the context key of the authenticated key name.
-type identityKey struct{}
+// SetSessions makes s the session check of a; nil turns sessions off.
+// Call it before serving.
+func (a *Auth) SetSessions(s Sessions) { a.sessions = s }
 
-// KeyName returns the name of the key that authenticated r, or "" when
-// keys are off.
+// Enabled reports whether credentials are required: keys are configured
+// or a person has an account.
+func (a *Auth) Enabled() bool {
+	return len(*a.keys.Load()) > 0 || (a.sessions != nil && a.sessions.Enabled())
+}
+
+// KeysEnabled reports whether API keys are configured.
+func (a *Auth) KeysEnabled() bool { return len(*a.keys.Load()) > 0 }
+
+// KeyName returns the name of the user or key that authenticated the
+// request, or "" when credentials are off.
 func KeyName(ctx context.Context) string {
-	s, _ := ctx.Value(identityKey{}).(string)
-	return s
+	if p := PrincipalOf(ctx); p != nil {
+		return p.Name
+	}
+	return ""
 }
 
 // check returns the key matching plain. Every configured key is compared,
@@ -217,44 +244,134 @@ func credentials(r *http.Request) (string, error) {
 	return "", errNoCredentials
 }
 
-// Require returns h guarded by keys of at least scope need. With no keys
-// configured it returns h unchanged.
+// Require returns h guarded by credentials holding at least the
+// permissions of scope need.
 func (a *Auth) Require(need Scope, h http.Handler) http.Handler {
-	return a.wrap(func(*http.Request) Scope { return need }, h)
+	return a.wrap(func(*http.Request) Perm {
+		switch need {
+		case ScopeRead:
+			return PermRead
+		case ScopeWrite:
+			return PermIngest
+		}
+		return PermAdmin
+	}, h)
 }
 
-// Wrap returns h guarded by keys, each request needing the scope
-// ScopeFor gives it. With no keys configured it returns h unchanged.
+// Wrap returns h guarded by credentials, each request needing the
+// permission Need gives it. While no key and no account exist it lets
+// every request through.
 func (a *Auth) Wrap(h http.Handler) http.Handler {
-	return a.wrap(func(r *http.Request) Scope { return ScopeFor(r.Method, r.URL.Path) }, h)
+	return a.wrap(func(r *http.Request) Perm { return Need(r.Method, r.URL.Path) }, h)
 }
 
-func (a *Auth) wrap(need func(*http.Request) Scope, h http.Handler) http.Handler {
-	if !a.Enabled() {
-		return h
-	}
+// CSRFHeader is the request header carrying a session's anti-forgery
+// token; every state-changing request made with a session cookie needs it.
+const CSRFHeader = "X-CSRF-Token"
+
+// wrap is the one check deciding every request: it finds who sent it (an
+// API key in the request, else a session cookie), the permission the
+// request needs, and lets it through only when the one holds the other.
+// A request made with a session cookie that changes state must also carry
+// the session's CSRF token in the X-CSRF-Token header.
+func (a *Auth) wrap(need func(*http.Request) Perm, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		plain, err := credentials(r)
-		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="pith"`)
-			writeError(w, http.StatusUnauthorized, err.Error())
+		if !a.Enabled() {
+			h.ServeHTTP(w, r)
 			return
 		}
+		p, status, msg := a.identify(r)
+		if p != nil {
+			p.From = r.RemoteAddr
+		}
+		n := need(r)
+		if n == PermNone {
+			// Sign-in and set-up: whoever sent it, the handler decides
+			// (and checks CheckCSRF where a session changes state).
+			if p != nil {
+				r = r.WithContext(WithPrincipal(r.Context(), p))
+			}
+			h.ServeHTTP(w, r)
+			return
+		}
+		if p == nil {
+			if status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="pith"`)
+			}
+			writeError(w, status, msg)
+			return
+		}
+		if !p.Perms.Has(n) {
+			var msg string
+			if p.Kind == "key" {
+				msg = fmt.Sprintf("key %q has scope %s; %s %s needs %s", p.Name, p.Role, r.Method, r.URL.Path, scopeOf(n))
+			} else {
+				msg = fmt.Sprintf("%s %q has the role %s, which may not %s %s (it needs the %s permission)",
+					p.Kind, p.Name, p.Role, r.Method, r.URL.Path, n)
+			}
+			if a.refused != nil && !safeMethod(r.Method) {
+				a.refused(r, p, msg)
+			}
+			writeError(w, http.StatusForbidden, msg)
+			return
+		}
+		if !CheckCSRF(r, p) {
+			writeError(w, http.StatusForbidden, "missing or wrong "+CSRFHeader+" header: reload the page")
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+	})
+}
+
+// scopeOf returns the weakest key scope holding n.
+func scopeOf(n Perm) Scope {
+	for _, s := range []Scope{ScopeRead, ScopeWrite} {
+		if ScopePerms(s).Has(n) {
+			return s
+		}
+	}
+	return ScopeAdmin
+}
+
+// CheckCSRF reports whether r may go on as p: a key, or a safe method, or
+// a session's request carrying its CSRF token.
+func CheckCSRF(r *http.Request, p *Principal) bool {
+	if p == nil || p.Kind != "user" || safeMethod(r.Method) {
+		return true
+	}
+	t := r.Header.Get(CSRFHeader)
+	return p.CSRF != "" && subtle.ConstantTimeCompare([]byte(t), []byte(p.CSRF)) == 1
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// identify returns who sent r, or the status and message of the refusal
+// when r carries a bad key or no credentials at all (status 401).
+func (a *Auth) identify(r *http.Request) (*Principal, int, string) {
+	plain, err := credentials(r)
+	if err == nil {
 		k, ok := a.check(plain)
 		if !ok {
 			a.log.LogAttrs(r.Context(), slog.LevelWarn, "api key refused",
 				slog.String("remote", r.RemoteAddr), slog.String("path", r.URL.Path))
-			w.Header().Set("WWW-Authenticate", `Bearer realm="pith", error="invalid_token"`)
-			writeError(w, http.StatusUnauthorized, "unknown API key")
-			return
+			return nil, http.StatusUnauthorized, "unknown API key"
 		}
-		if s := need(r); k.scope < s {
-			writeError(w, http.StatusForbidden, fmt.Sprintf("key %q has scope %s; %s %s needs %s",
-				k.name, k.scope, r.Method, r.URL.Path, s))
-			return
+		return &Principal{Name: k.name, Kind: "key", Role: k.scope.String(), Perms: ScopePerms(k.scope)}, 0, ""
+	}
+	if !errors.Is(err, errNoCredentials) {
+		return nil, http.StatusUnauthorized, err.Error()
+	}
+	if a.sessions != nil {
+		if p, ok := a.sessions.Session(r); ok {
+			return p, 0, ""
 		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, k.name)))
-	})
+	}
+	if a.sessions != nil && a.sessions.Enabled() {
+		return nil, http.StatusUnauthorized, "sign in or send an API key"
+	}
+	return nil, http.StatusUnauthorized, err.Error()
 }
 
 // ScopeFor returns the scope a request needs. Control writes to devices

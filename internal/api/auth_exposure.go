@@ -28,6 +28,6 @@ func CheckExposure(addr string, haveKeys, authNone bool) error {
 	if shown == "" {
 		shown = "all interfaces"
 	}
-	return fmt.Errorf("refuse to listen on %s (%s) without API keys: add keys to [[http.keys]], "+
-		"listen on 127.0.0.1, or write auth = \"none\" to serve anyone who can reach it", addr, shown)
+	return fmt.Errorf("refuse to listen on %s (%s) without API keys or accounts: add keys to [[http.keys]], "+
+		"an admin with `pith user add NAME --role admin`, listen on 127.0.0.1, or write auth = \"none\" to serve anyone who can reach it", addr, shown)
 }

@@ -66,6 +66,10 @@ type Config struct {
 	Central Central `toml:"central"`
 	// Energy sets the zone of local days and the tariffs of energy views.
 	Energy Energy `toml:"energy"`
+	// Users sets up people's sign-in, sessions and tag permissions.
+	Users Users `toml:"users"`
+	// Audit sets up the audit journal.
+	Audit Audit `toml:"audit"`
 }
 
 // Site names this installation.
@@ -351,6 +355,8 @@ func Default() *Config {
 		Schedules: Schedules{Scan: DefaultScheduleScan},
 		Rules:     Rules{Scan: DefaultRuleScan},
 		Central:   DefaultCentral(),
+		Users:     DefaultUsers(),
+		Audit:     DefaultAudit(),
 		Store: Store{
 			Dir:            DefaultStoreDir,
 			Durability:     DefaultDurability,

@@ -68,6 +68,8 @@ func (c *Config) Validate() error {
 	c.Alarms.validate(add)
 	c.Schedules.validate(add)
 	c.Rules.validate(add)
+	c.Users.validate(add)
+	c.Audit.validate(add)
 	c.Energy.validate(add)
 	stations := make(map[string]string) // station name -> its key path
 	tagNames := make(map[string]string) // tag name -> its key path

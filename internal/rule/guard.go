@@ -29,6 +29,12 @@ type Alarms interface {
 // WriteAlarm is the name of the alarm a failed write of tag raises.
 func WriteAlarm(tag string) string { return "write." + tag }
 
+// Recorder is told of every control write before it is made (while the
+// tag still holds its old value) and returns the func told how it ended
+// (nil: the device acknowledged). The agent records writes in the audit
+// journal with it. It must be safe for concurrent use.
+type Recorder func(ctx context.Context, tag string, value float64, who string) (done func(error))
+
 // Guard is the control path every write goes through (rules and POST
 // /api/v1/control): it refuses values outside a tag's limits or changing
 // faster than its rate, passes the rest to the plant's controller, and
@@ -41,9 +47,13 @@ type Guard struct {
 	now    func() time.Time
 	log    *slog.Logger
 
-	mu   sync.Mutex
-	last map[string]lastWrite
+	mu     sync.Mutex
+	last   map[string]lastWrite
+	record Recorder // nil: none
 }
+
+// SetRecorder makes r the guard's recorder. Call it before writes begin.
+func (g *Guard) SetRecorder(r Recorder) { g.record = r }
 
 // SetLimits replaces the limits (on reload).
 func (g *Guard) SetLimits(limits map[string]Limit) {
@@ -87,8 +97,18 @@ func Limits(ls []config.WriteLimit) map[string]Limit {
 	return out
 }
 
-// Control checks the write against the tag's limits, then writes it.
-func (g *Guard) Control(ctx context.Context, name string, value float64, who string) error {
+// Control checks that whoever asked may write the tag (a person's role or
+// a key, when the request carried one: api.PrincipalOf) and the write
+// against the tag's limits, then writes it.
+func (g *Guard) Control(ctx context.Context, name string, value float64, who string) (err error) {
+	if g.record != nil {
+		done := g.record(ctx, name, value, who)
+		defer func() { done(err) }()
+	}
+	if p := api.PrincipalOf(ctx); p != nil && !p.MayWrite(name) {
+		g.log.Warn("control write refused: not permitted", "who", p.Name, "role", p.Role, "tag", name, "value", value)
+		return fmt.Errorf("write tag %q: %w: %s %q (%s) may not write this tag", name, api.ErrControlForbidden, p.Kind, p.Name, p.Role)
+	}
 	now := g.now()
 	if err := g.check(name, value, now); err != nil {
 		g.log.Warn("control write refused by limits", "who", who, "tag", name, "value", value, "err", err)

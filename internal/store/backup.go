@@ -214,10 +214,12 @@ func walFiles(dir string, from uint32) ([]wal.Extent, error) {
 
 // captureDir captures the files of a consistent state of dir. The caller
 // keeps flushes away (flush lock or directory lock) until it returns.
-// sideDirs are folders of small documents other parts keep in the data
-// directory (the dashboards), backed up and restored with the store. Their
-// *.json files are read whole into the snapshot.
-var sideDirs = []string{"dashboards"}
+// sideDirs are folders other parts keep in the data directory, backed up
+// and restored with the store: the dashboards, people's accounts and the
+// audit journal. Their files are small or append-only and are read whole
+// into the snapshot at the capture instant; LOCK files and temporary files
+// stay out.
+var sideDirs = []string{"dashboards", "users", "audit"}
 
 func captureDir(dir string, walExtents func(from uint32) ([]wal.Extent, error)) (_ *snapshot, err error) {
 	snap := &snapshot{version: FormatVersion}
@@ -253,6 +255,25 @@ func captureDir(dir string, walExtents func(from uint32) ([]wal.Extent, error)) 
 		}
 		snap.items = append(snap.items, snapItem{rel: name, data: buf})
 	}
+	for _, d := range sideDirs {
+		ents, err := os.ReadDir(filepath.Join(dir, d))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", d, err)
+		}
+		for _, e := range ents {
+			if !e.Type().IsRegular() || e.Name() == "LOCK" || strings.Contains(e.Name(), ".tmp") {
+				continue
+			}
+			buf, err := os.ReadFile(filepath.Join(dir, d, e.Name()))
+			if err != nil {
+				return nil, fmt.Errorf("read %s: %w", d, err)
+			}
+			snap.items = append(snap.items, snapItem{rel: d + "/" + e.Name(), data: buf})
+		}
+	}
 	for _, name := range m.Runs {
 		path := filepath.Join(dir, "runs", name)
 		f, err := os.Open(path)
@@ -265,25 +286,6 @@ func captureDir(dir string, walExtents func(from uint32) ([]wal.Extent, error)) 
 			return nil, fmt.Errorf("stat run: %w", err)
 		}
 		snap.items[len(snap.items)-1].size = st.Size()
-	}
-	for _, d := range sideDirs {
-		ents, err := os.ReadDir(filepath.Join(dir, d))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", d, err)
-		}
-		for _, e := range ents {
-			if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
-				continue
-			}
-			buf, err := os.ReadFile(filepath.Join(dir, d, e.Name()))
-			if err != nil {
-				return nil, fmt.Errorf("read %s: %w", d, err)
-			}
-			snap.items = append(snap.items, snapItem{rel: d + "/" + e.Name(), data: buf})
-		}
 	}
 	exts, err := walExtents(m.Checkpoint)
 	if err != nil {
@@ -375,12 +377,8 @@ func within(p, dir string) bool {
 // writeBackup writes snap into dest and its BACKUP manifest last.
 func writeBackup(ctx context.Context, dest string, snap *snapshot, link bool) (BackupStats, error) {
 	st := BackupStats{WALEnd: snap.walEnd}
-	dirs := []string{dest, filepath.Join(dest, "runs"), filepath.Join(dest, "wal")}
-	for _, d := range sideDirs {
-		dirs = append(dirs, filepath.Join(dest, d))
-	}
-	for _, d := range dirs {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	for _, d := range append([]string{".", "runs", "wal"}, sideDirs...) {
+		if err := os.MkdirAll(filepath.Join(dest, d), 0o755); err != nil {
 			return st, fmt.Errorf("backup: create destination: %w", err)
 		}
 	}

@@ -83,8 +83,8 @@ func Restore(src, dst string, opts RestoreOptions) (RestoreStats, error) {
 	if err := os.RemoveAll(stage); err != nil {
 		return st, fmt.Errorf("restore: clear staging folder: %w", err)
 	}
-	for _, d := range []string{stage, filepath.Join(stage, "runs"), filepath.Join(stage, "wal"), filepath.Join(stage, sideDirs[0])} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	for _, d := range append([]string{".", "runs", "wal"}, sideDirs...) {
+		if err := os.MkdirAll(filepath.Join(stage, d), 0o755); err != nil {
 			return st, fmt.Errorf("restore: create staging folder: %w", err)
 		}
 	}
@@ -95,8 +95,8 @@ func Restore(src, dst string, opts RestoreOptions) (RestoreStats, error) {
 		st.Files++
 		st.Bytes += f.Size
 	}
-	for _, d := range []string{filepath.Join(stage, "runs"), filepath.Join(stage, "wal"), filepath.Join(stage, sideDirs[0]), stage} {
-		if err := syncDirOS(d); err != nil {
+	for _, d := range append(append([]string{"runs", "wal"}, sideDirs...), ".") {
+		if err := syncDirOS(filepath.Join(stage, d)); err != nil {
 			return st, fmt.Errorf("restore: %w", err)
 		}
 	}
@@ -113,7 +113,7 @@ func Restore(src, dst string, opts RestoreOptions) (RestoreStats, error) {
 			return st, fmt.Errorf("restore: remove old %s: %w", name, err)
 		}
 	}
-	for _, name := range []string{seriesFiles[0], seriesFiles[1], "runs", sideDirs[0], "wal", "MANIFEST"} {
+	for _, name := range append(append([]string{seriesFiles[0], seriesFiles[1]}, sideDirs...), "runs", "wal", "MANIFEST") {
 		from := filepath.Join(stage, name)
 		if _, err := os.Stat(from); errors.Is(err, os.ErrNotExist) {
 			continue

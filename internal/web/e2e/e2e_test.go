@@ -161,6 +161,11 @@ func TestBrowser(t *testing.T) {
 	mux.Handle("/api/v1/live", ws.LiveHandler())
 	mux.Handle("/api/v1/admin/freeze", freeze)
 	mux.Handle("/api/v1/alarms", alarm.OffHandler()) // as pith serve mounts it with [alarms] off
+	// As pith serve answers while no account exists: the pages need no
+	// sign-in (people_test.go tests the sign-in).
+	mux.HandleFunc("/api/v1/session", func(w http.ResponseWriter, r *http.Request) {
+		api.WriteValue(w, http.StatusOK, map[string]any{"signed_in": false, "accounts": false})
+	})
 	mux.Handle("/api/", apiSrv.Handler())
 	mux.Handle("/", ws.Handler())
 	srv := httptest.NewServer(mux)

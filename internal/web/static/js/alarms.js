@@ -3,6 +3,7 @@
 // acknowledge button (POST /api/v1/alarms/ack, which needs an admin key).
 // The panel stays hidden when there are none or alarms are not enabled.
 import { getJSON, postLines } from './api.js';
+import { session, can } from './session.js';
 import { el, fmtTime, fmtValue, setStatus } from './util.js';
 
 const refreshMs = 5000;
@@ -16,8 +17,10 @@ export function alarmPanel(signal) {
       el('thead', null, el('tr', null, ...['State', 'Severity', 'Alarm', 'Message', 'Value', 'Raised', ''].map(h => el('th', null, h)))),
       tbody)));
   let timer = 0;
+  let mayAck = false;
   async function load() {
     clearTimeout(timer);
+    mayAck = can(await session(), 'acknowledge');
     try {
       const r = await getJSON('/api/v1/alarms', null, signal);
       render(r.alarms || []);
@@ -34,7 +37,7 @@ export function alarmPanel(signal) {
     panel.hidden = list.length === 0;
     title.textContent = 'Alarms (' + list.length + ')';
     tbody.replaceChildren(...list.map(a => {
-      const ack = a.state === 'active' || a.state === 'cleared'
+      const ack = mayAck && (a.state === 'active' || a.state === 'cleared')
         ? el('button', { type: 'button', onclick: () => acknowledge(a.id) }, 'Ack') : '';
       return el('tr', { className: 'alarm-' + a.state },
         el('td', null, a.state), el('td', null, a.severity || ''), el('td', null, a.id),

@@ -4,6 +4,8 @@
 // live stream is read with fetch rather than EventSource for that reason
 // (EventSource cannot send headers).
 
+import { csrfToken } from './session.js';
+
 const keyName = 'pith.apiKey';
 
 export function apiKey() {
@@ -20,7 +22,21 @@ function headers(extra) {
   const h = new Headers(extra || {});
   const k = apiKey();
   if (k) h.set('Authorization', 'Bearer ' + k);
+  const t = csrfToken();
+  if (t) h.set('X-CSRF-Token', t);
   return h;
+}
+
+// send makes a state-changing request with a JSON body and returns the
+// JSON answer; errors carry the server's message.
+export async function send(method, path, body, signal) {
+  const r = await fetch(path, {
+    method, signal, body: body === undefined ? undefined : JSON.stringify(body),
+    headers: headers({ 'Content-Type': 'application/json' }),
+  });
+  if (!r.ok) throw await fail(r);
+  const t = await r.text();
+  return t ? JSON.parse(t) : null;
 }
 
 // APIError carries the HTTP status and the server's message.
@@ -29,6 +45,9 @@ export class APIError extends Error {
 }
 
 async function fail(r) {
+  // A session that ended (idle or absolute timeout, signed out elsewhere):
+  // back to the sign-in page, unless a key is what this browser sends.
+  if (r.status === 401 && !apiKey() && !/^#\/(signin|setup)/.test(location.hash)) location.hash = '#/signin';
   let msg = r.status + ' ' + r.statusText;
   try {
     const t = await r.text();

@@ -5,10 +5,18 @@ import * as live from './live.js';
 import * as trend from './trend.js';
 import * as system from './system.js';
 import * as tagsView from './tags.js';
-import * as settings from './settings.js';
+import * as signin from './signin.js';
+import * as setup from './setup.js';
+import * as control from './control.js';
+import * as users from './users.js';
+import * as audit from './audit.js';
+import { session, can } from './session.js';
+import { apiKey } from './api.js';
 import { setStatus } from './util.js';
 
-const views = { live, trend, system, tags: tagsView, settings };
+// settings is the old name of the sign-in view (its API key form).
+const views = { live, trend, system, tags: tagsView, signin, settings: signin, setup, control, users, audit };
+const open = new Set(['signin', 'settings', 'setup']); // reachable before signing in
 let unmount = null;
 
 function parseHash() {
@@ -18,8 +26,14 @@ function parseHash() {
   return { name, params: new URLSearchParams(i < 0 ? '' : h.slice(i + 1)) };
 }
 
-function route() {
-  const { name, params } = parseHash();
+async function route() {
+  let { name, params } = parseHash();
+  const s = await session();
+  // Accounts exist, nobody is signed in and no key is kept here: sign in.
+  if (s.accounts && !s.signed_in && !s.user && !apiKey() && !open.has(name)) {
+    location.replace('#/signin');
+    return;
+  }
   const view = views[name] || live;
   if (unmount) { try { unmount(); } catch (e) { console.error(e); } }
   setStatus('');
@@ -30,6 +44,14 @@ function route() {
   }
   unmount = view.mount(root, params) || null;
 }
+
+// nav shows each link the person may use, and who is signed in.
+session().then(s => {
+  for (const a of document.querySelectorAll('#nav a[data-perm]')) a.hidden = !can(s, a.dataset.perm);
+  const who = document.getElementById('who');
+  if (s.signed_in) who.textContent = s.user + ' (' + s.role + ')';
+  else if (s.user) who.textContent = 'Key ' + s.user;
+});
 
 addEventListener('hashchange', route);
 route();

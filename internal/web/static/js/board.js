@@ -6,6 +6,7 @@
 // Every data string reaches the page as text (util.el), never as HTML.
 
 import { getJSON, apiKey } from './api.js';
+import { csrfToken } from './session.js';
 import { el, fmtValue, fmtTime } from './util.js';
 import { palette, uPlotLib } from './chart.js';
 
@@ -20,6 +21,8 @@ function authHeaders(extra) {
   const h = new Headers(extra || {});
   const k = apiKey();
   if (k && !pub) h.set('Authorization', 'Bearer ' + k);
+  const t = csrfToken(); // a signed-in person's writes carry the session's CSRF token
+  if (t && !pub) h.set('X-CSRF-Token', t);
   return h;
 }
 
