@@ -147,7 +147,7 @@ func (s *pcState) newTextOp(rnd *rand.Rand, kind string, n int) *pcOp {
 	op := s.newOp(rnd, kind, n)
 	for _, p := range op.pts {
 		x := fmt.Sprintf("op %d %s", op.id, strings.Repeat("é", rnd.IntN(model.MaxTextLen/2-8)))
-		op.tpts = append(op.tpts, model.TextPoint{Tag: pcTextTags[int(p.T)%len(pcTextTags)], T: p.T, Text: x, Q: p.Q})
+		op.tpts = append(op.tpts, model.TextPoint{Tag: pcTextTags[p.T%int64(len(pcTextTags))], T: p.T, Text: x, Q: p.Q})
 	}
 	op.pts = nil
 	return op
