@@ -243,14 +243,8 @@ func (db *DB) Begin() *Tx {
 // Add stages points; an invalid point fails the whole transaction. Add
 // does not keep pts.
 func (tx *Tx) Add(pts []model.Point) error {
-	if tx.err != nil {
-		return tx.err
-	}
-	if tx.done {
-		return errors.New("add to finished transaction")
-	}
-	if tx.db.closed.Load() {
-		return ErrClosed
+	if err := tx.open(); err != nil {
+		return err
 	}
 	if err := tx.db.validatePoints(pts); err != nil {
 		tx.err = err
@@ -265,6 +259,21 @@ func (tx *Tx) Add(pts []model.Point) error {
 	}
 	if err := tx.stage(pts); err != nil {
 		return tx.db.noteDisk(&tx.db.nospace.flush, "bulk writes", err)
+	}
+	return nil
+}
+
+// open reports why nothing more may be added: an earlier failure, a
+// finished transaction or a closed store.
+func (tx *Tx) open() error {
+	if tx.err != nil {
+		return tx.err
+	}
+	if tx.done {
+		return errors.New("add to finished transaction")
+	}
+	if tx.db.closed.Load() {
+		return ErrClosed
 	}
 	return nil
 }
@@ -293,14 +302,8 @@ func (tx *Tx) goBulk() error {
 // AddText stages text points, as Add does numbers; an invalid point, or
 // one of a tag that holds numbers, fails the whole transaction.
 func (tx *Tx) AddText(pts []model.TextPoint) error {
-	if tx.err != nil {
-		return tx.err
-	}
-	if tx.done {
-		return errors.New("add to finished transaction")
-	}
-	if tx.db.closed.Load() {
-		return ErrClosed
+	if err := tx.open(); err != nil {
+		return err
 	}
 	if err := tx.db.validateText(pts); err != nil {
 		tx.err = err
