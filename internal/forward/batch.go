@@ -90,21 +90,11 @@ func DecodeBatch(dst []model.Point, b []byte) (int64, []model.Point, error) {
 	off := batchHeaderSize
 	_, k := binary.Uvarint(b[off:])
 	off += k
-	ntags, k := binary.Uvarint(b[off:])
-	if k <= 0 || ntags > uint64(len(b)-off) {
-		return 0, dst, fmt.Errorf("read tag count: %w", ErrBadBatch)
+	tags, off, err := decodeBatchTags(b, off)
+	if err != nil {
+		return 0, dst, err
 	}
-	off += k
-	tags := make([]string, ntags)
-	for i := range tags {
-		l, k := binary.Uvarint(b[off:])
-		if k <= 0 || l > maxTagLen || l > uint64(len(b)-off-k) {
-			return 0, dst, fmt.Errorf("read tag %d: %w", i, ErrBadBatch)
-		}
-		off += k
-		tags[i] = string(b[off : off+int(l)])
-		off += int(l)
-	}
+	ntags := uint64(len(tags))
 	// Each point takes at least 11 bytes; checking first keeps a lying
 	// count from allocating.
 	if n > (len(b)-off)/11 {
@@ -138,4 +128,25 @@ func DecodeBatch(dst []model.Point, b []byte) (int64, []model.Point, error) {
 		return 0, dst, fmt.Errorf("read batch end: %w: %d trailing bytes", ErrBadBatch, len(b)-off)
 	}
 	return enq, dst, nil
+}
+
+// decodeBatchTags reads a batch's tag table (a count, then each name with
+// its length) at off and returns the names and the offset after them.
+func decodeBatchTags(b []byte, off int) ([]string, int, error) {
+	ntags, k := binary.Uvarint(b[off:])
+	if k <= 0 || ntags > uint64(len(b)-off) {
+		return nil, off, fmt.Errorf("read tag count: %w", ErrBadBatch)
+	}
+	off += k
+	tags := make([]string, ntags)
+	for i := range tags {
+		l, k := binary.Uvarint(b[off:])
+		if k <= 0 || l > maxTagLen || l > uint64(len(b)-off-k) {
+			return nil, off, fmt.Errorf("read tag %d: %w", i, ErrBadBatch)
+		}
+		off += k
+		tags[i] = string(b[off : off+int(l)])
+		off += int(l)
+	}
+	return tags, off, nil
 }

@@ -64,21 +64,11 @@ func DecodeTextBatch(dst []model.TextPoint, b []byte) (int64, []model.TextPoint,
 		return 0, dst, fmt.Errorf("read text count: %w", ErrBadBatch)
 	}
 	off += k
-	ntags, k := binary.Uvarint(b[off:])
-	if k <= 0 || ntags > uint64(len(b)-off) {
-		return 0, dst, fmt.Errorf("read tag count: %w", ErrBadBatch)
+	tags, off, err := decodeBatchTags(b, off)
+	if err != nil {
+		return 0, dst, err
 	}
-	off += k
-	tags := make([]string, ntags)
-	for i := range tags {
-		l, k := binary.Uvarint(b[off:])
-		if k <= 0 || l > maxTagLen || l > uint64(len(b)-off-k) {
-			return 0, dst, fmt.Errorf("read tag %d: %w", i, ErrBadBatch)
-		}
-		off += k
-		tags[i] = string(b[off : off+int(l)])
-		off += int(l)
-	}
+	ntags := uint64(len(tags))
 	var prev int64
 	for i := uint64(0); i < n; i++ {
 		ti, k := binary.Uvarint(b[off:])
