@@ -1,23 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/pith-historian/pith/internal/testpeer"
+	"github.com/pith-historian/pith/internal/acq/opcua/opcuatest"
 )
-
-// opcuaServerDir is the node-opcua test server of the OPC UA acquisition.
-const opcuaServerDir = "../../internal/acq/opcua/testdata/server"
 
 // stdout runs f with os.Stdout captured and returns what it printed.
 func stdout(t *testing.T, f func() error) (string, error) {
@@ -40,40 +32,7 @@ func stdout(t *testing.T, f func() error) (string, error) {
 // against a node-opcua server over SignAndEncrypt with a user name, and
 // `pith check-config` on what discover printed.
 func TestDiscoverOutputChecks(t *testing.T) {
-	if os.Getenv("PITH_TEST_OPCUA") == "" {
-		testpeer.Missing(t, "PITH_TEST_OPCUA not set (set it to 1 and run `npm ci` in internal/acq/opcua/testdata/server): test skipped")
-	}
-	if _, err := os.Stat(opcuaServerDir + "/node_modules/node-opcua"); err != nil {
-		testpeer.Missing(t, "node-opcua not installed (run `npm ci` in internal/acq/opcua/testdata/server)")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command("node", "server.js", strconv.Itoa(port), t.TempDir(), "3", "10")
-	cmd.Dir = opcuaServerDir
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		testpeer.Missing(t, "node cannot start: %v", err)
-	}
-	defer func() { in.Close(); cmd.Wait() }()
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "READY") {
-				ready <- true
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(90 * time.Second):
-		t.Fatal("node-opcua server did not start")
-	}
+	port := opcuatest.Start(t, 3, 10)
 	dir := t.TempDir()
 	trust := filepath.Join(dir, "trusted")
 	endpoint := fmt.Sprintf("opcua://127.0.0.1:%d/pith", port)

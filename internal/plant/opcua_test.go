@@ -1,63 +1,20 @@
 package plant
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pith-historian/pith/internal/model"
-	"github.com/pith-historian/pith/internal/testpeer"
+
+	"github.com/pith-historian/pith/internal/acq/opcua/opcuatest"
 )
 
-// opcuaServerDir is the node-opcua test server of the OPC UA acquisition.
-const opcuaServerDir = "../acq/opcua/testdata/server"
-
 // startOPCUAServer starts the node-opcua test server (one counter) and
-// returns its endpoint; see internal/acq/opcua/testdata/server/server.js.
+// returns its endpoint.
 func startOPCUAServer(t *testing.T) string {
-	t.Helper()
-	if os.Getenv("PITH_TEST_OPCUA") == "" {
-		testpeer.Missing(t, "PITH_TEST_OPCUA not set (set it to 1 and run `npm ci` in internal/acq/opcua/testdata/server): test skipped")
-	}
-	if _, err := os.Stat(opcuaServerDir + "/node_modules/node-opcua"); err != nil {
-		testpeer.Missing(t, "node-opcua not installed (run `npm ci` in internal/acq/opcua/testdata/server)")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command("node", "server.js", strconv.Itoa(port), t.TempDir(), "1", "10")
-	cmd.Dir = opcuaServerDir
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		testpeer.Missing(t, "node cannot start: %v", err)
-	}
-	t.Cleanup(func() { in.Close(); cmd.Wait() })
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "READY") {
-				ready <- true
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(90 * time.Second):
-		t.Fatal("node-opcua server did not start")
-	}
-	return fmt.Sprintf("opc.tcp://127.0.0.1:%d/pith", port)
+	return fmt.Sprintf("opc.tcp://127.0.0.1:%d/pith", opcuatest.Start(t, 1, 10))
 }
 
 // TestPlantOPCUA runs an OPC UA station in a plant: its values reach the
