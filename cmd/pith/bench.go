@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 const benchUsage = `Usage: pith bench [--quick] [--json] [--datasets DIR] [--work DIR]
        pith bench store [flags] DATASET_DIR
        pith bench latency [--period 1ms] [--duration 30s] [--mode nanosleep|gosleep]
+       pith bench scale [--quick] [--profile small] [flags]
 
 Without a benchmark name, runs the six experiments of docs/bench.md
 (acquisition, FREEZE and the archive pipeline, the store, HTTP ingest,
@@ -27,6 +30,7 @@ reference figure (Raspberry Pi), ending with a capacity statement.
 Benchmarks:
   store     import the standard datasets over HTTP, measure disk and memory, time Q1-Q6
   latency   cyclictest-style wake-up latency on a locked OS thread (and cyclictest, when installed)
+  scale     how cost grows with tags, years of history and a live load (docs/scaling.md)
 `
 
 func runBench(args []string) error {
@@ -36,6 +40,8 @@ func runBench(args []string) error {
 			return runBenchStore(args[1:])
 		case "latency":
 			return runBenchLatency(args[1:])
+		case "scale":
+			return runBenchScale(args[1:])
 		case "-h", "--help", "help":
 			fmt.Fprint(os.Stderr, benchUsage)
 			return nil
@@ -133,6 +139,7 @@ func runBenchStore(args []string) error {
 	runs := fs.Int("runs", 100, "timed runs per query (the median is reported)")
 	work := fs.String("work", "", "directory for the data stores (default: a temporary one, removed)")
 	durability := fs.String("durability", "fsync", "store durability: fsync or relaxed")
+	profile := fs.String("profile", "", "small: the server as on a small board (GOMAXPROCS=1, one CPU, GOMEMLIMIT=1GiB)")
 	asJSON := fs.Bool("json", false, "print JSON instead of markdown")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: pith bench store [flags] DATASET_DIR\n\nDATASET_DIR holds plant.csv and feed.csv from shared/bench/gen_datasets.py.\nEach dataset is imported in one HTTP request into a fresh `pith serve`,\nwhich is stopped (disk size), restarted (idle memory) and queried.\n\n")
@@ -145,12 +152,16 @@ func runBenchStore(args []string) error {
 		fs.Usage()
 		return errors.New("want DATASET_DIR")
 	}
+	prof, err := bench.ParseProfile(*profile)
+	if err != nil {
+		return err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
 	res, err := bench.RunStore(bench.StoreOptions{
-		DatasetDir: fs.Arg(0), Exe: exe, WorkDir: *work, Runs: *runs, Durability: *durability, Out: os.Stderr,
+		DatasetDir: fs.Arg(0), Exe: exe, WorkDir: *work, Runs: *runs, Durability: *durability, Profile: prof, Out: os.Stderr,
 	})
 	if err != nil {
 		return err
@@ -160,4 +171,99 @@ func runBenchStore(args []string) error {
 	}
 	res.WriteMarkdown(os.Stdout)
 	return nil
+}
+
+func runBenchScale(args []string) error {
+	fs := flag.NewFlagSet("bench scale", flag.ContinueOnError)
+	quick := fs.Bool("quick", false, "small sizes and a 5 s live test (the CI form, well under a minute)")
+	profile := fs.String("profile", "", "small: the server as on a small board (GOMAXPROCS=1, one CPU, GOMEMLIMIT=1GiB)")
+	sizes := fs.String("tags", "", "the Tags curve's tag counts, comma-separated (default 100,1000,10000,100000; quick 100,1000)")
+	years := fs.String("years", "", "the History curve's spans of one tag at 10 s, in years (default 1,3,10; quick 1)")
+	wide := fs.Int("wide-tags", -1, "tags at 1/min for a year in the History curve, 0 to skip (default 1000; quick 0)")
+	liveTags := fs.Int("live-tags", 0, "tags of the Live test, at 10 Hz (default 10000; quick 1000)")
+	liveFor := fs.Duration("live", 0, "length of the Live test, 0 for the default (60m; quick 5s), negative to skip")
+	runs := fs.Int("runs", 0, "timed runs per query (default 50; quick 10)")
+	work := fs.String("work", "", "directory for the data stores (default: a temporary one, removed)")
+	svg := fs.String("svg", "", "directory to write the plots to (scale-tags.svg, scale-history.svg, scale-live.svg)")
+	asJSON := fs.Bool("json", false, "print JSON instead of markdown")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: pith bench scale [flags]\n\nGenerates its own data on a fresh store for each size and measures import,\ndisk, memory, open time and reads (Tags and History curves), then a live\nload through the push road (docs/scaling.md).\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return flagErr(err)
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return errors.New("bench scale takes no arguments")
+	}
+	o := bench.ScaleFull()
+	if *quick {
+		o = bench.ScaleQuick()
+	}
+	var err error
+	if o.Profile, err = bench.ParseProfile(*profile); err != nil {
+		return err
+	}
+	ints := func(s string) ([]int, error) {
+		var out []int
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				return nil, fmt.Errorf("bad list %q: want positive integers", s)
+			}
+			out = append(out, n)
+		}
+		return out, nil
+	}
+	if *sizes != "" {
+		if o.TagSizes, err = ints(*sizes); err != nil {
+			return err
+		}
+	}
+	if *years != "" {
+		if o.Years, err = ints(*years); err != nil {
+			return err
+		}
+	}
+	if *wide >= 0 {
+		o.WideTags = *wide
+	}
+	if *liveTags > 0 {
+		o.LiveTags = *liveTags
+	}
+	if *liveFor > 0 {
+		o.LiveFor = *liveFor
+	} else if *liveFor < 0 {
+		o.LiveFor = 0
+	}
+	if *runs > 0 {
+		o.Runs = *runs
+	}
+	if o.Exe, err = os.Executable(); err != nil {
+		return err
+	}
+	o.WorkDir, o.Out = *work, os.Stderr
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	res, err := bench.RunScale(ctx, o)
+	if err != nil {
+		return err
+	}
+	if *svg != "" {
+		names, err := res.WritePlots(*svg, "")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "plots: %s\n", strings.Join(names, ", "))
+	}
+	if *asJSON {
+		err = writeJSON(res)
+	} else {
+		res.WriteMarkdown(os.Stdout)
+	}
+	if w := res.Wrong(); w != "" {
+		return errors.New("bench scale: wrong answers: " + w)
+	}
+	return err
 }

@@ -91,6 +91,9 @@ func demo(ctx context.Context, dir, listen string, out io.Writer, ready func(add
 	if err := seedDemoDashboards(dir); err != nil {
 		return err
 	}
+	if err := seedDemoPictures(dir); err != nil {
+		return err
+	}
 	log := agent.NewLogger("info")
 
 	simCtx, stopSim := context.WithCancel(ctx)
@@ -179,6 +182,7 @@ Pith demo: a simulated plant is running, archived in %s
   stations: plc (100 registers every 1 s), fast (10 registers, period 0), valve
 
   dashboard:        %s/   (live values, trends, system health)
+  process picture:  %s/pictures?id=plant
   latest values:    curl '%s/api/v1/latest'
   one tag:          curl '%s/api/v1/latest?tag=demo.plc.r7'
   station stats:    curl '%s/api/v1/latest?tag=%s&tag=%s&tag=%s&tag=%s'
@@ -189,7 +193,7 @@ Pith demo: a simulated plant is running, archived in %s
   diagnostics:      curl '%s/metrics'   and   pith freeze 10 20 --url %s
 Stop with Ctrl-C.
 `, dir, mbAddr, portOf(mbAddr), hostOf(mbAddr),
-		base, base, base,
+		base, base, base, base,
 		base, acq.StatTag("fast", acq.TagPolls), acq.StatTag("plc", acq.TagChanges), acq.StatTag("fast", acq.TagRTT), acq.StatTag("plc", acq.TagErrors),
 		base, base, now, now+3_600_000, base, now, now+3_600_000, base, base, base)
 }

@@ -131,6 +131,24 @@ func checkDemoDashboards(t *testing.T, base string) {
 	if len(list.Dashboards) != 3 {
 		t.Errorf("demo dashboards: %+v, want plant, house and display", list.Dashboards)
 	}
+	resp, err = http.Get(base + "/api/v1/pictures/plant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pic struct {
+		SVG      string `json:"svg"`
+		Bindings []struct{ Element, Tag string }
+	}
+	json.NewDecoder(resp.Body).Decode(&pic)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || len(pic.Bindings) < 8 {
+		t.Errorf("demo picture: %d, %d bindings", resp.StatusCode, len(pic.Bindings))
+	}
+	for _, b := range pic.Bindings {
+		if !strings.Contains(pic.SVG, `id="`+b.Element+`"`) {
+			t.Errorf("demo picture binds %s to missing element %q", b.Tag, b.Element)
+		}
+	}
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err = noRedirect.Get(base + "/display")
 	if err != nil {

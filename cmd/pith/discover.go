@@ -31,7 +31,7 @@ func runDiscover(args []string) error {
 	maxVars := fs.Int("max", 10000, "stop after this many variables")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: pith discover opcua://host:port[/path] [flags]\n\n"+
-			"Browses the server's address space (Objects, or --path below it) and prints an [[opcua.client]]\nsection with a tag for every Boolean, integer, Float and Double variable, arrays as count;\nthe others are listed as comments. `pith check-config` accepts the output as it is.\n\n")
+			"Browses the server's address space (Objects, or --path below it) and prints an [[opcua.client]]\nsection with a tag for every Boolean, integer, Float, Double and String variable, arrays as count;\nthe others are listed as comments. `pith check-config` accepts the output as it is.\n\n")
 		fs.PrintDefaults()
 	}
 	var endpoint string

@@ -51,7 +51,8 @@ func TestDiscoverOutputChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`name = "plc.Plant.Values.v0002", node = "ns=1;s=v0002", type = "Double"`, `count = 4`, `# Variables left out:`} {
+	for _, want := range []string{`name = "plc.Plant.Values.v0002", node = "ns=1;s=v0002", type = "Double"`, `count = 4`,
+		`name = "plc.Plant.Misc.text", node = "ns=1;s=text", type = "String"`, `# Variables left out:`} {
 		if !strings.Contains(toml, want) {
 			t.Errorf("discover output lacks %q:\n%s", want, toml)
 		}

@@ -82,6 +82,11 @@ func TestKillForwarding(t *testing.T) {
 
 	ns := startNATSServer(t, natsBin, filepath.Join(tmp, "nats"))
 	defer ns.stop()
+	// The stream's duplicate window is one second, not the forwarder's
+	// ten minutes: a batch resent after a restart is past it, so only the
+	// forwarder's read-back of what the stream holds keeps each message
+	// id once.
+	createShortWindowStream(t, ns.url)
 
 	dev := modbus.NewServer(modbus.ServerOptions{Addr: "127.0.0.1:0", HoldingRegisters: 10})
 	da, err := dev.Listen()
@@ -340,15 +345,7 @@ func sameSamples(want, got map[string]map[int64]float64) string {
 // points of want's tags that the edge does not hold ("" when none).
 func streamCheck(t *testing.T, natsURL, subject, site string, want map[string]map[int64]float64) (msgs, dupIDs int, stray string) {
 	t.Helper()
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jetStream(t, natsURL)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	st, err := js.Stream(ctx, forward.DefaultNATSStream)
@@ -412,6 +409,35 @@ func writeFile(t *testing.T, path, s string) {
 	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// createShortWindowStream creates the forwarders' stream with a duplicate
+// window of one second.
+func createShortWindowStream(t *testing.T, natsURL string) {
+	t.Helper()
+	js := jetStream(t, natsURL)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: forward.DefaultNATSStream,
+		Subjects: []string{forward.DefaultNATSSubjects}, Storage: jetstream.FileStorage, Duplicates: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// jetStream connects to urls for the test's checks; the connection is
+// closed when the test ends.
+func jetStream(t *testing.T, urls string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(urls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }
 
 // natsServerBin returns the nats-server binary, or skips.

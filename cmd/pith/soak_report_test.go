@@ -209,6 +209,13 @@ func (s *soak) stability() {
 		s.t.Log(l)
 	}
 	s.failures = append(s.failures, failures...)
+	loads := make([]float64, len(s.samples))
+	for i, x := range s.samples {
+		loads[i] = x.load1
+	}
+	slices.Sort(loads)
+	s.t.Logf("host load average (1 min) over the run: min %.1f, median %.1f, max %.1f",
+		loads[0], loads[len(loads)/2], loads[len(loads)-1])
 	first, last := s.samples[0], s.samples[len(s.samples)-1]
 	dw, dp := last.writeBytes-first.writeBytes, last.points-first.points
 	if dp > 0 {
@@ -316,10 +323,11 @@ func (s *soak) writeOutputs() {
 	defer s.mu.Unlock()
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
-	w.Write([]string{"t_s", "rss_bytes", "rss_anon_bytes", "goroutines", "fds", "write_bytes", "stored_points", "heap_bytes", "store_bytes"})
+	w.Write([]string{"t_s", "rss_bytes", "rss_anon_bytes", "goroutines", "fds", "write_bytes", "stored_points", "heap_bytes", "store_bytes", "load1"})
 	for _, x := range s.samples {
 		w.Write([]string{strconv.FormatFloat(x.t.Seconds(), 'f', 1, 64), itoa(x.rss), itoa(x.rssAnon), itoa(x.goroutines),
-			itoa(x.fds), itoa(x.writeBytes), itoa(x.points), itoa(x.heap), itoa(x.storeBytes)})
+			itoa(x.fds), itoa(x.writeBytes), itoa(x.points), itoa(x.heap), itoa(x.storeBytes),
+			strconv.FormatFloat(x.load1, 'f', 2, 64)})
 	}
 	w.Flush()
 	var svg bytes.Buffer

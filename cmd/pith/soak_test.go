@@ -58,14 +58,15 @@ type soakPlan struct {
 	ref         time.Duration // the reference window [warm, warm+ref)
 	reloadEvery time.Duration
 	backupEvery time.Duration
-	headMaxAge  time.Duration // store.head_max_age, well inside the warm-up
+	headMaxAge  time.Duration // store.head_max_age; 0: the binary's default (10 minutes)
 }
 
 func newSoakPlan(d time.Duration) soakPlan {
 	p := soakPlan{dur: d, warm: 5 * time.Minute, ref: 2 * time.Minute,
-		reloadEvery: 5 * time.Minute, backupEvery: 10 * time.Minute, headMaxAge: time.Minute}
+		reloadEvery: 5 * time.Minute, backupEvery: 10 * time.Minute}
 	if d < 20*time.Minute {
 		p.warm, p.ref, p.reloadEvery, p.backupEvery = d/4, d/6, d/4, d/2
+		// The head must flush well inside the warm-up of a short run.
 		p.headMaxAge = min(time.Minute, (p.warm / 2).Truncate(time.Second))
 	}
 	return p
@@ -85,7 +86,10 @@ var soakAllowance = map[string]float64{"rss_bytes": 0, "goroutines": 5, "fds": 5
 // warm-up, that no counter tag has a gap or a repeat, locally and in
 // PostgreSQL, and reports bytes written per stored point. The samples go
 // to $PITH_SOAK_OUT (default a new temporary directory) as soak.csv and
-// soak.svg. It runs only with PITH_LONG=1:
+// soak.svg. Runs of 20 minutes or more run the default config (a
+// 10-minute head); shorter ones set store.head_max_age to at most a minute.
+// PITH_SOAK_HEAD_MAX_AGE sets another duration, or "default" for the
+// binary's own. It runs only with PITH_LONG=1:
 //
 //	PITH_LONG=1 PITH_SOAK_MINUTES=10 PITH_TEST_PG=postgres://postgres@127.0.0.1:5432/test \
 //	  PITH_TEST_NATS=nats://127.0.0.1:4222 PITH_TEST_MQTT=127.0.0.1:1883 \
@@ -118,11 +122,24 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := newSoakPlan(time.Duration(minutes * float64(time.Minute)))
+	if v := os.Getenv("PITH_SOAK_HEAD_MAX_AGE"); v == "default" {
+		plan.headMaxAge = 0 // the binary's default
+	} else if v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("PITH_SOAK_HEAD_MAX_AGE=%q: want a duration or \"default\"", v)
+		}
+		plan.headMaxAge = d
+	}
 	bin := buildPith(t)
+	prof := soakProfile(t)
+	if prof > 0 {
+		bin = buildProfiledPith(t, out)
+	}
 	tmp := t.TempDir()
 	s := &soak{t: t, plan: plan, out: out, bin: bin, id: strconv.FormatInt(time.Now().UnixNano()%1e9, 36),
 		cfgPath: filepath.Join(tmp, "pith.toml"), data: filepath.Join(tmp, "data"), backupDir: filepath.Join(tmp, "backup"),
-		pgURL: pgURL, natsURL: natsURL, mqttURL: mqttAddr}
+		pgURL: pgURL, natsURL: natsURL, mqttURL: mqttAddr, profile: prof}
 	s.dev = startCounterDevice(t)
 	s.makeKey()
 	s.writeConfig(0)
@@ -141,6 +158,7 @@ type soak struct {
 	backupDir                    string
 	pgURL, natsURL, mqttURL, key string
 	keyEntry                     string
+	profile                      time.Duration // heap profiles every this long (PITH_SOAK_PROFILE); 0: none
 	proc                         *pithProc
 	dev                          *counterDevice
 	client                       *http.Client
@@ -182,8 +200,9 @@ type soakSample struct {
 	t                  time.Duration // since the start
 	rss, rssAnon       int64         // VmRSS, RssAnon (bytes)
 	goroutines, fds    int64
-	writeBytes, points int64 // /proc/PID/io write_bytes; pith.sys.store.points
-	heap, storeBytes   int64 // pith.sys.process.heap_bytes, pith.sys.store.bytes
+	writeBytes, points int64   // /proc/PID/io write_bytes; pith.sys.store.points
+	heap, storeBytes   int64   // pith.sys.process.heap_bytes, pith.sys.store.bytes
+	load1              float64 // the host's 1-minute load average
 }
 
 func (s *soak) fail(format string, args ...any) {
@@ -212,7 +231,9 @@ func (s *soak) makeKey() {
 func (s *soak) writeConfig(variant int) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[site]\nname = %q\n\n[log]\nlevel = \"info\"\n\n", "soak"+s.id)
-	fmt.Fprintf(&b, "[store]\nhead_max_age = %q\n\n", s.plan.headMaxAge.String())
+	if s.plan.headMaxAge > 0 {
+		fmt.Fprintf(&b, "[store]\nhead_max_age = %q\n\n", s.plan.headMaxAge.String())
+	}
 	b.WriteString(s.keyEntry)
 	fmt.Fprintf(&b, "\n[events]\nenabled = true\n\n[mqtt]\nenabled = true\nbroker = %q\ntopics = [%q]\nprefix = %q\nclient_id = %q\n\n",
 		strings.Replace(s.mqttURL, "tcp://", "mqtt://", 1), "pith-soak-"+s.id+"/#", "pith-soak-"+s.id+"/", "pith-soak-"+s.id)
@@ -248,6 +269,7 @@ func (s *soak) start() {
 	}
 	cmd := exec.Command(s.bin, "serve", "--config", s.cfgPath, "--data", s.data, "--listen", addr)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = s.profileEnv()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start pith: %v", err)
 	}
@@ -541,11 +563,6 @@ func (s *soak) backup() {
 	s.mu.Unlock()
 }
 
-func readFull(path string) string {
-	b, _ := os.ReadFile(path)
-	return string(b)
-}
-
 // sample reads the process from outside: /proc for memory, files and
 // bytes written, /metrics for goroutines and stored points.
 func (s *soak) sample() {
@@ -557,25 +574,15 @@ func (s *soak) sample() {
 	if ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
 		sm.fds = int64(len(ents))
 	}
+	if f := strings.Fields(readFull("/proc/loadavg")); len(f) > 0 {
+		sm.load1, _ = strconv.ParseFloat(f[0], 64)
+	}
 	m := s.metrics()
 	sm.goroutines, sm.heap = int64(m["pith_sys_process_goroutines"]), int64(m["pith_sys_process_heap_bytes"])
 	sm.points, sm.storeBytes = int64(m["pith_sys_store_points"]), int64(m["pith_sys_store_bytes"])
 	s.mu.Lock()
 	s.samples = append(s.samples, sm)
 	s.mu.Unlock()
-}
-
-// procField returns the number after key in a /proc text file.
-func procField(text, key string) int64 {
-	for line := range strings.Lines(text) {
-		if rest, ok := strings.CutPrefix(line, key); ok {
-			if f := strings.Fields(rest); len(f) > 0 {
-				n, _ := strconv.ParseInt(f[0], 10, 64)
-				return n
-			}
-		}
-	}
-	return -1
 }
 
 // metrics reads /metrics into name -> value; a counter is there with and

@@ -243,6 +243,7 @@ func (s *Scheduler) AddModbus(cfgs []config.ModbusClient, log *slog.Logger) (*Mo
 		n := time.Duration(st.Requests())
 		o := StationOptions{
 			Period:     c.Period.Std(),
+			Phase:      c.Phase.Std(),
 			Pause:      c.Pause.Std(),
 			Timeout:    (n+time.Duration(l.stations))*linkTimeout + n*c.Pause.Std(),
 			RetryPause: max(DefaultRetryPause, c.Period.Std()),

@@ -261,7 +261,7 @@ func (r *runner) run(ctx context.Context, clk Clock, tab Table) {
 	batch := make([]tag.Sample, 0, len(r.ids)+1)
 	var tick time.Time
 	if r.o.Period > 0 {
-		tick = nextTick(clk.Now(), r.o.Period)
+		tick = nextTickPhase(clk.Now(), r.o.Period, r.o.Phase)
 	}
 	failing := false
 	for {
@@ -322,7 +322,7 @@ func (r *runner) run(ctx context.Context, clk Clock, tab Table) {
 				if err == nil {
 					r.acc.overrun()
 				}
-				tick = nextTick(earliest, r.o.Period)
+				tick = nextTickPhase(earliest, r.o.Period, r.o.Phase)
 			}
 		case err != nil:
 			if clk.SleepUntil(ctx, end.Add(r.o.RetryPause), 0) != nil {

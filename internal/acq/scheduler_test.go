@@ -31,6 +31,28 @@ func TestNextTick(t *testing.T) {
 	}
 }
 
+// TestNextTickPhase: a phase moves the ticks after the period's
+// multiples (a redundant pair's boxes poll half a period apart).
+func TestNextTickPhase(t *testing.T) {
+	tests := []struct {
+		at            time.Time
+		period, phase time.Duration
+		want          time.Time
+	}{
+		{t0, time.Second, 0, t0.Truncate(time.Second).Add(time.Second)},
+		{t0, time.Second, 500 * time.Millisecond, t0.Truncate(time.Second).Add(500 * time.Millisecond)},
+		{t0.Add(200 * time.Millisecond), time.Second, 500 * time.Millisecond, t0.Truncate(time.Second).Add(1500 * time.Millisecond)},
+		{t0, 200 * time.Millisecond, 100 * time.Millisecond, t0.Add(200 * time.Millisecond)}, // t0 is on a tick: the next
+		{t0.Add(time.Millisecond), 200 * time.Millisecond, 100 * time.Millisecond, t0.Add(200 * time.Millisecond)},
+		{t0, 200 * time.Millisecond, 0, t0.Add(100 * time.Millisecond)},
+	}
+	for _, tc := range tests {
+		if got := nextTickPhase(tc.at, tc.period, tc.phase); !got.Equal(tc.want) {
+			t.Errorf("nextTickPhase(%v, %v, %v) = %v, want %v", tc.at, tc.period, tc.phase, got, tc.want)
+		}
+	}
+}
+
 func TestStationOptionsFill(t *testing.T) {
 	tests := []struct {
 		in       StationOptions

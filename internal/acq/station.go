@@ -54,6 +54,8 @@ type StationOptions struct {
 	// the Unix epoch (a 1 s period polls at whole seconds). 0 polls back
 	// to back.
 	Period time.Duration
+	// Phase moves the ticks to Phase after the multiples of Period.
+	Phase time.Duration
 	// Pause is the wait after each poll when Period is 0, to leave a
 	// shared line to others.
 	Pause time.Duration
@@ -169,6 +171,11 @@ func (RealClock) SleepUntil(ctx context.Context, t time.Time, spin time.Duration
 
 // nextTick returns the first multiple of period (since the Unix epoch)
 // strictly after t.
+// nextTickPhase returns the first multiple of period plus phase after t.
+func nextTickPhase(t time.Time, period, phase time.Duration) time.Time {
+	return nextTick(t.Add(-phase), period).Add(phase)
+}
+
 func nextTick(t time.Time, period time.Duration) time.Time {
 	ns := t.UnixNano()
 	p := int64(period)

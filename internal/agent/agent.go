@@ -94,6 +94,10 @@ type Agent struct {
 	reloadMu sync.Mutex     // one reload at a time
 	cur      *config.Config // the config in force; guarded by reloadMu
 	stopping bool           // Stop began; guarded by reloadMu
+	active   bool           // this box of a redundant pair is the active one; guarded by reloadMu
+	late     bool           // and polls half a period late (roleConfig); guarded by reloadMu
+	red      *redundancyPart
+	sp       *sparkplugPart // set by start; guarded by reloadMu
 }
 
 // New returns an agent for opts; nothing runs until Start.
@@ -123,7 +127,14 @@ func Run(ctx context.Context, opts Options) error {
 // HTTP, the SIGHUP reload and the service manager's notifications. On
 // error the parts already started are stopped again.
 func (a *Agent) Start(ctx context.Context) error {
-	if err := a.start(ctx); err != nil {
+	// A reload, or a redundant pair's role change (setRole, from the
+	// redundancy part's goroutine, which may decide before the parts
+	// after it have started), walks the parts that start adds: it waits
+	// until every part has started.
+	a.reloadMu.Lock()
+	err := a.start(ctx)
+	a.reloadMu.Unlock()
+	if err != nil {
 		a.Stop()
 		return err
 	}
@@ -147,7 +158,8 @@ func (a *Agent) start(ctx context.Context) error {
 	if err := a.add(ctx, st); err != nil {
 		return err
 	}
-	pl := &plantPart{cfg: cfg, db: st.db, log: log}
+	// A box of a redundant pair starts as the standby (see redundancy.go).
+	pl := &plantPart{cfg: roleConfig(cfg, false, false), db: st.db, log: log}
 	if err := a.add(ctx, pl); err != nil {
 		return err
 	}
@@ -160,16 +172,33 @@ func (a *Agent) start(ctx context.Context) error {
 	if err := a.add(ctx, fw); err != nil {
 		return err
 	}
-	if cfg.Central.NATS != "" {
-		if err := a.add(ctx, &centralPart{cfg: cfg.Central, db: st.db, log: log}); err != nil {
+	reports := &reportsPart{cfg: cfg, db: st.db, plant: pl.p, log: log}
+	if cfg.Redundancy.Enabled() {
+		reports.pause(true) // a box of a pair starts as the standby
+		a.red = &redundancyPart{agent: a, cfg: cfg, db: st.db, tab: pl.p.Table(), ctl: au.ctl, au: au, reports: reports, log: log}
+		if err := a.add(ctx, a.red); err != nil {
 			return err
 		}
 	}
+	if cfg.Central.NATS != "" {
+		if err := a.add(ctx, &centralPart{cfg: cfg.Central, db: st.db, log: log, name: cfg.Site.Name, dataDir: cfg.Store.Dir}); err != nil {
+			return err
+		}
+	}
+	if err := a.add(ctx, reports); err != nil {
+		return err
+	}
 	in := &inputs{cfg: cfg, db: st.db, fw: fw, plant: pl.p, alarms: au, log: log}
+	if a.red != nil {
+		// Its MQTT subscriber runs on the active box only.
+		in.leased = a.red.el.Active
+		a.red.inputs.Store(in)
+	}
 	if err := a.add(ctx, in); err != nil {
 		return err
 	}
-	if err := a.add(ctx, &sparkplugPart{in: in, au: au, log: log}); err != nil {
+	a.sp = &sparkplugPart{in: in, au: au, log: log}
+	if err := a.add(ctx, a.sp); err != nil {
 		return err
 	}
 	// One memory budget for every body and answer in flight: the HTTP

@@ -44,6 +44,7 @@ type automation struct {
 	ctl    *controlRouter   // behind the guard: Sparkplug hosts' tags, then the plant's
 	stops  []func()         // in start order
 	events alarmEvents      // alarm transitions into the event collector, once it runs
+	share  alarmShare       // alarm transitions to the other box of a redundant pair
 }
 
 var _ Reloadable = (*automation)(nil)
@@ -93,6 +94,9 @@ func (a *automation) start(ctx context.Context) error {
 		if a.users != nil {
 			extra = append(extra, alarmAudit{a.users})
 		}
+		if cfg.Redundancy.Enabled() {
+			extra = append(extra, &a.share)
+		}
 		e, stop, err := alarm.Start(ctx, cfg, a.tab, log.With("part", "alarms"), extra...)
 		if err != nil {
 			return fmt.Errorf("start alarms: %w", err)
@@ -119,6 +123,7 @@ func (a *automation) start(ctx context.Context) error {
 			return fmt.Errorf("start schedules: %w", err)
 		}
 		a.sched, sched = s, s
+		s.Pause(cfg.Redundancy.Enabled()) // a box of a pair starts as the standby
 		run("schedules", s.Run)
 	}
 	if cfg.Rules.Enabled {
@@ -128,6 +133,7 @@ func (a *automation) start(ctx context.Context) error {
 			return fmt.Errorf("start rules: %w", err)
 		}
 		a.rules = r
+		r.Pause(cfg.Redundancy.Enabled())
 		run("rules", r.Run)
 	}
 	return nil
@@ -270,6 +276,23 @@ type alarmEvents struct {
 var _ alarm.Notifier = (*alarmEvents)(nil)
 
 func (a *alarmEvents) Name() string { return "events" }
+
+// standby pauses (true) or resumes (false) the schedules and the rules,
+// mutes or restores the alarm notifications, and makes the alarm engine
+// follow the other box or judge again (alarm.Engine.Follow): the standby
+// box of a redundant pair runs none of them.
+func (a *automation) standby(s bool) {
+	if a.alarms != nil {
+		a.alarms.Mute(s)
+		a.alarms.Follow(s)
+	}
+	if a.sched != nil {
+		a.sched.Pause(s)
+	}
+	if a.rules != nil {
+		a.rules.Pause(s)
+	}
+}
 
 func (a *alarmEvents) Notify(ctx context.Context, ev alarm.Event) error {
 	col := a.col.Load()

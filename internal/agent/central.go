@@ -11,6 +11,7 @@ import (
 
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/forward"
+	"github.com/pith-historian/pith/internal/sitedocs"
 	"github.com/pith-historian/pith/internal/store"
 )
 
@@ -44,6 +45,13 @@ var _ centralWriter = (*store.DB)(nil)
 // yet because no edge published) is restarted with a growing pause. The
 // returned stop waits for the workers.
 func startCentral(ctx context.Context, c config.Central, db centralWriter, log *slog.Logger) func() {
+	return startCentralWith(ctx, c, db, nil, log)
+}
+
+// startCentralWith is startCentral publishing the sites it stores in dir
+// (nil publishes nothing), consuming its partition when the sites are split.
+func startCentralWith(ctx context.Context, c config.Central, db centralWriter, dir *siteDirectory, log *slog.Logger) func() {
+	c.Subjects, c.Durable = c.EffectiveSubjects(), c.EffectiveDurable()
 	ctx, cancel := context.WithCancel(ctx)
 	log = log.With("central", c.Durable)
 	var wg sync.WaitGroup
@@ -51,11 +59,11 @@ func startCentral(ctx context.Context, c config.Central, db centralWriter, log *
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &centralWorker{db: db, log: log, names: map[siteTag]string{}}
+			w := &centralWorker{db: db, log: log, names: map[siteTag]string{}, dir: dir}
 			wait := centralRetryMin
 			for ctx.Err() == nil {
 				start := time.Now()
-				err := forward.Consume(ctx, c.NATS, c.Subjects, c.Durable, forward.Handlers{Points: w.sink(ctx), Delete: w.delete(ctx), Labels: w.labels(ctx), Text: w.text(ctx)}, log.With("worker", i))
+				err := forward.Consume(ctx, c.NATS, c.Subjects, c.Durable, forward.Handlers{Points: w.sink(ctx), Sites: w.sites(ctx), Delete: w.delete(ctx), Labels: w.labels(ctx), Text: w.text(ctx), Document: w.document()}, log.With("worker", i))
 				if ctx.Err() != nil {
 					return
 				}
@@ -84,6 +92,8 @@ type centralWorker struct {
 	db    centralWriter
 	log   *slog.Logger
 	names map[siteTag]string // (site, tag) -> "site.tag", so a batch costs no string per point
+	dir   *siteDirectory     // where the sites stored are published; nil for none
+	all   []model.Point      // the points of a multi-site group, renamed
 }
 
 // sink returns the forward.SinkFunc of w. It renames the points in place
@@ -97,6 +107,9 @@ func (w *centralWorker) sink(ctx context.Context) forward.SinkFunc {
 			clear(w.names)
 		}
 		for i := range pts {
+			if site == "" { // renamed already (sites)
+				break
+			}
 			k := siteTag{site, pts[i].Tag}
 			name, ok := w.names[k]
 			if !ok {
@@ -115,6 +128,44 @@ func (w *centralWorker) sink(ctx context.Context) forward.SinkFunc {
 			pts = append(pts[:pe.Index], pts[pe.Index+1:]...)
 		}
 	}
+}
+
+// sites returns the forward.SitesFunc of w: the points of several sites
+// renamed and stored with one write (one commit of the store instead of
+// one per site's message), then each site published in w.dir. A point
+// the store refuses is skipped as sink does.
+func (w *centralWorker) sites(ctx context.Context) forward.SitesFunc {
+	sink := w.sink(ctx)
+	return func(groups []forward.SitePoints) error {
+		w.all = w.all[:0]
+		for _, g := range groups {
+			w.all = append(w.all, g.Points...)
+			// Renamed in w.all below by sink, under each point's own site.
+			for i := len(w.all) - len(g.Points); i < len(w.all); i++ {
+				w.all[i].Tag = w.name(g.Site, w.all[i].Tag)
+			}
+		}
+		if err := sink("", w.all); err != nil {
+			return err
+		}
+		if w.dir != nil {
+			for _, g := range groups {
+				w.dir.seen(ctx, g.Site)
+			}
+		}
+		return nil
+	}
+}
+
+// name returns "site.tag" from the cache of w.
+func (w *centralWorker) name(site, tag string) string {
+	k := siteTag{site, tag}
+	name, ok := w.names[k]
+	if !ok {
+		name = site + "." + tag
+		w.names[k] = name
+	}
+	return name
 }
 
 // centralTextWriter is a centralWriter that stores text, as *store.DB does.
@@ -195,6 +246,43 @@ func (w *centralWorker) labels(ctx context.Context) forward.LabelsFunc {
 		return err
 	}
 }
+
+// centralDocWriter is a centralWriter that keeps the sites' documents
+// (dashboards, ...), as centralDB does.
+type centralDocWriter interface {
+	PutDoc(site string, d forward.Doc) (bool, error)
+}
+
+// document returns the forward.DocFunc of w: the newest version of each
+// document of each site kept under DATA/sites (internal/sitedocs).
+func (w *centralWorker) document() forward.DocFunc {
+	dw, ok := w.db.(centralDocWriter)
+	if !ok {
+		return nil
+	}
+	return func(site string, d forward.Doc) error {
+		kept, err := dw.PutDoc(site, d)
+		var bad *sitedocs.NameError
+		if errors.As(err, &bad) {
+			w.log.Error("central refused a site's document; skipping it", "site", site, "kind", d.Kind, "id", d.ID, "err", err)
+			return nil
+		}
+		if err == nil && kept {
+			w.log.Info("stored a site's document", "site", site, "kind", d.Kind, "id", d.ID, "version", d.Version, "deleted", d.Deleted)
+		}
+		return err
+	}
+}
+
+// centralDB is the store and the sites' documents, as a central Pith
+// writes to them.
+type centralDB struct {
+	*store.DB
+	docs *sitedocs.Store
+}
+
+// PutDoc keeps a site's document.
+func (c centralDB) PutDoc(site string, d forward.Doc) (bool, error) { return c.docs.Put(site, d) }
 
 // sleepCtx waits d or until ctx is done.
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -156,14 +158,21 @@ func TestForwardLongOutage(t *testing.T) {
 	t.Cleanup(func() { deleteConsumer(t, nurl, durable) })
 	t.Cleanup(func() { purgeSubject(t, nurl, "pith."+site+".samples") })
 	px := newTCPProxy(t, hostPort(t, nurl))
+	// PITH_LONG_DURABILITY=default runs both with the binary's default
+	// durability (fsync) instead of relaxed.
+	durability := config.DurabilityRelaxed
+	if os.Getenv("PITH_LONG_DURABILITY") == "default" {
+		durability = config.Default().Store.Durability
+	}
 	ccfg := fwdConfig(t, "central", t.TempDir())
-	ccfg.Store.Durability = config.DurabilityRelaxed
+	ccfg.Store.Durability = durability
 	ccfg.Central = config.Central{NATS: nurl, Subjects: []string{"pith." + site + ".samples"}, Durable: durable, Workers: 2}
 	central := startInstance(t, ccfg)
 	ecfg := fwdConfig(t, site, t.TempDir())
-	ecfg.Store.Durability = config.DurabilityRelaxed
+	ecfg.Store.Durability = durability
 	ecfg.Forward.NATS = []config.ForwardNATS{{Name: "up", URL: "nats://" + px.addr}}
 	edge := startInstance(t, ecfg)
+	t.Logf("durability %s", durability)
 
 	base := time.Now().UnixMilli() - 24*3600*1000
 	pr := &producer{n: 100, base: base}
@@ -178,6 +187,15 @@ func TestForwardLongOutage(t *testing.T) {
 	// same pace, on tags of its own so that the backlog is a fixed set.
 	live := &producer{n: 100, prefix: "live.", base: base + pr.ticks + 1000}
 	stopLive, liveDone := make(chan struct{}), make(chan struct{})
+	var stopOnce sync.Once
+	endLive := func() {
+		stopOnce.Do(func() { close(stopLive) })
+		<-liveDone
+	}
+	// Registered after the instances: it runs before they stop, also
+	// when the drain check fails, so that no producer writes into a
+	// stopping Pith.
+	t.Cleanup(endLive)
 	px.up()
 	up := time.Now()
 	go func() {
@@ -188,8 +206,7 @@ func TestForwardLongOutage(t *testing.T) {
 		return pr.arrived(t, central, site)
 	})
 	drain := time.Since(up)
-	close(stopLive)
-	<-liveDone
+	endLive()
 	liveRate := float64(live.ticks) * float64(live.n) / time.Since(up).Seconds()
 	target := max(10*time.Second, time.Duration(outage.Minutes()*float64(time.Second)))
 	t.Logf("drained %d values in %s (target %s); acquisition during the drain %.0f values/s, %.1f%% of its rate during the outage",
@@ -201,4 +218,69 @@ func TestForwardLongOutage(t *testing.T) {
 		t.Errorf("acquisition fell to %.0f values/s during the drain, want at least 90%% of %.0f", liveRate, outageRate)
 	}
 	pr.checkStreamOnce(t, nurl, site)
+}
+
+// TestForwardDrainScale (PITH_DRAIN_FILL=values, e.g. 36000000) fills the
+// edge's WAL as fast as the edge takes values while the link is down,
+// then times the drain. PITH_DRAIN_PROF=file writes a CPU profile of the
+// drain; PITH_LONG_DURABILITY=default runs both Piths with the binary's
+// default durability (fsync) instead of relaxed.
+func TestForwardDrainScale(t *testing.T) {
+	fill, _ := strconv.Atoi(os.Getenv("PITH_DRAIN_FILL"))
+	if fill == 0 {
+		t.Skip("PITH_DRAIN_FILL not set")
+	}
+	nurl := testNATS(t)
+	site := testSiteName("drain")
+	durable := "c-" + site
+	t.Cleanup(func() { deleteConsumer(t, nurl, durable) })
+	t.Cleanup(func() { purgeSubject(t, nurl, "pith."+site+".samples") })
+	px := newTCPProxy(t, hostPort(t, nurl))
+	durability := config.DurabilityRelaxed
+	if os.Getenv("PITH_LONG_DURABILITY") == "default" {
+		durability = config.Default().Store.Durability
+	}
+	ccfg := fwdConfig(t, "central", t.TempDir())
+	ccfg.Store.Durability = durability
+	workers := 2
+	if w, _ := strconv.Atoi(os.Getenv("PITH_DRAIN_WORKERS")); w > 0 {
+		workers = w
+	}
+	ccfg.Central = config.Central{NATS: nurl, Subjects: []string{"pith." + site + ".samples"}, Durable: durable, Workers: workers}
+	central := startInstance(t, ccfg)
+	ecfg := fwdConfig(t, site, t.TempDir())
+	ecfg.Store.Durability = durability
+	ecfg.Forward.NATS = []config.ForwardNATS{{Name: "up", URL: "nats://" + px.addr}}
+	edge := startInstance(t, ecfg)
+	base := time.Now().UnixMilli() - 24*3600*1000
+	pr := &producer{n: 100, base: base}
+	px.down()
+	start := time.Now()
+	pts := make([]model.Point, pr.n)
+	for pr.ticks*int64(pr.n) < int64(fill) {
+		for i := range pts {
+			pts[i] = model.Point{Tag: "out." + strconv.Itoa(i), T: pr.base + pr.ticks, V: float64(pr.ticks)}
+		}
+		edge.update(t, pts)
+		pr.ticks++
+		if pr.ticks%100 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	t.Logf("filled %d values in %s", pr.ticks*int64(pr.n), time.Since(start).Round(time.Second))
+	time.Sleep(3 * time.Second)
+	if p := os.Getenv("PITH_DRAIN_PROF"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	px.up()
+	up := time.Now()
+	eventually(t, time.Hour, "every value at the central Pith", func() bool {
+		return pr.arrived(t, central, site)
+	})
+	t.Logf("drained %d values in %s (central workers %d, durability %s)", pr.ticks*int64(pr.n), time.Since(up).Round(100*time.Millisecond), workers, durability)
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -90,14 +91,24 @@ func startInstance(t testing.TB, cfg *config.Config) *instance {
 }
 
 // stop ends serve and checks it returned cleanly; later calls do nothing.
+// A serve that does not return within two minutes fails the test with
+// every goroutine's stack, rather than hanging the test binary until its
+// timeout.
 func (in *instance) stop(t testing.TB) {
 	t.Helper()
 	if in.done == nil {
 		return
 	}
 	in.cancel()
-	if err := <-in.done; err != nil {
-		t.Errorf("serve: %v", err)
+	select {
+	case err := <-in.done:
+		if err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	case <-time.After(2 * time.Minute):
+		buf := make([]byte, 8<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Fatalf("serve did not return within 2 minutes of its stop; goroutines:\n%s", buf)
 	}
 	in.done = nil
 }
@@ -175,6 +186,24 @@ func (in *instance) latest(t testing.TB, tag string) (float64, bool) {
 	return 0, false
 }
 
+// retry runs call with a context of 15 s, up to 5 times while it times
+// out, within ctx; any other error, or the fifth time-out, fails the test.
+func retry(t testing.TB, ctx context.Context, what string, call func(context.Context) error) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err := call(cctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || attempt == 5 || ctx.Err() != nil {
+			t.Fatalf("%s: %v (attempt %d)", what, err, attempt)
+		}
+		t.Logf("%s: %v; again", what, err)
+	}
+}
+
 // eventually polls cond every 100 ms until it holds or d passed.
 func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -184,60 +213,6 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 			t.Fatalf("%s: not within %s", what, d)
 		}
 		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// pointKey names one sample.
-type pointKey struct {
-	tag string
-	t   int64
-}
-
-// streamCounts reads every message of subject in the stream PITH, one
-// direct get each (bounded by a deadline, unlike a consumer, which keeps
-// retrying while a cluster recovers), and counts how many times each
-// sample of the tags with prefix appears.
-func streamCounts(t testing.TB, natsURL, subject, prefix string) map[pointKey]int {
-	t.Helper()
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Long enough for the thousands of messages of a long outage.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	st, err := js.Stream(ctx, forward.DefaultNATSStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	counts := map[pointKey]int{}
-	var pts []model.Point
-	for seq := uint64(1); ; {
-		m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return counts
-		}
-		if err != nil {
-			t.Fatalf("read stream message %d of %s: %v", seq, subject, err)
-		}
-		if len(m.Data) == 0 || m.Header.Get("Pith-Op") == "labels" { // a delete or labels message
-			seq = m.Sequence + 1
-			continue
-		}
-		if _, pts, err = forward.DecodeBatch(pts[:0], m.Data); err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range pts {
-			if strings.HasPrefix(p.Tag, prefix) {
-				counts[pointKey{p.Tag, p.T}]++
-			}
-		}
-		seq = m.Sequence + 1
 	}
 }
 

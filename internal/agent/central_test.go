@@ -2,12 +2,11 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/pith-historian/pith/internal/testpeer"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -126,18 +125,137 @@ func (pr *producer) arrived(t testing.TB, central *instance, site string) bool {
 }
 
 // checkStreamOnce checks that the stream holds every produced sample
-// exactly once: the edge's resends were dropped as duplicates.
+// exactly once, and every message id once: the edge's resends were
+// dropped as duplicates. It reads the subject with an ordered consumer in
+// batches and counts each sample in one byte per (tag, tick), so that the
+// 36 million samples of the long outage take seconds and 36 MB.
 func (pr *producer) checkStreamOnce(t testing.TB, natsURL, site string) {
 	t.Helper()
-	counts := streamCounts(t, natsURL, "pith."+site+".samples", "out.")
-	if got, want := len(counts), pr.n*int(pr.ticks); got != want {
-		t.Errorf("stream holds %d distinct samples, want %d", got, want)
+	prefix := pr.prefix
+	if prefix == "" {
+		prefix = "out."
 	}
-	for k, n := range counts {
-		if n != 1 {
-			t.Errorf("stream holds %s@%d %d times", k.tag, k.t, n)
+	subject := "pith." + site + ".samples"
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every request is bounded on its own and retried: a loaded server
+	// may drop a JetStream API request, and an unbounded wait for its
+	// answer would hang the test until the binary's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var st jetstream.Stream
+	retry(t, ctx, "open stream", func(ctx context.Context) (err error) {
+		st, err = js.Stream(ctx, forward.DefaultNATSStream)
+		return err
+	})
+	var info *jetstream.StreamInfo
+	retry(t, ctx, "stream info", func(ctx context.Context) (err error) {
+		info, err = st.Info(ctx, jetstream.WithSubjectFilter(subject))
+		return err
+	})
+	total := info.State.Subjects[subject]
+	ticks := int(pr.ticks)
+	seen := make([]uint8, pr.n*ticks) // tag i, tick k at i*ticks+k
+	ids := make(map[string]struct{}, total)
+	var pts []model.Point
+	var read uint64
+	bad := 0
+	report := func(format string, args ...any) {
+		if bad++; bad <= 10 {
+			t.Errorf(format, args...)
 		}
 	}
+	add := func(h nats.Header, data []byte) {
+		read++
+		id := h.Get(jetstream.MsgIDHeader)
+		if _, dup := ids[id]; dup || id == "" {
+			report("stream holds message id %q twice (or none)", id)
+		}
+		ids[id] = struct{}{}
+		if len(data) == 0 || h.Get("Pith-Op") != "" || h.Get("Pith-Kind") != "" {
+			return // a delete, labels or text message
+		}
+		var err error
+		if _, pts, err = forward.DecodeBatch(pts[:0], data); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pts {
+			name, ok := strings.CutPrefix(p.Tag, prefix)
+			if !ok {
+				continue
+			}
+			i, err := strconv.Atoi(name)
+			k := p.T - pr.base
+			if err != nil || i < 0 || i >= pr.n || k < 0 || k >= int64(ticks) {
+				report("stream holds %s@%d, which was not produced", p.Tag, p.T)
+				continue
+			}
+			if seen[i*ticks+int(k)]++; seen[i*ticks+int(k)] == 2 {
+				report("stream holds %s@%d twice", p.Tag, p.T)
+			}
+		}
+	}
+	if total <= 10000 {
+		// Few messages: one direct get each, bounded by ctx (a consumer
+		// keeps retrying while a cluster that lost a node recovers).
+		for seq := uint64(1); ; {
+			var m *jetstream.RawStreamMsg
+			var notFound bool
+			retry(t, ctx, fmt.Sprintf("read stream message %d of %s", seq, subject), func(ctx context.Context) (err error) {
+				m, err = st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+				if errors.Is(err, jetstream.ErrMsgNotFound) {
+					notFound, err = true, nil
+				}
+				return err
+			})
+			if notFound {
+				break
+			}
+			add(m.Header, m.Data)
+			seq = m.Sequence + 1
+		}
+	} else {
+		var cons jetstream.Consumer
+		retry(t, ctx, "create ordered consumer", func(ctx context.Context) (err error) {
+			cons, err = st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+			return err
+		})
+		for read < total {
+			batch, err := cons.Fetch(int(min(4096, total-read)), jetstream.FetchMaxWait(10*time.Second))
+			if err != nil {
+				t.Fatalf("read %s after %d of %d messages: %v", subject, read, total, err)
+			}
+			n := 0
+			for m := range batch.Messages() {
+				n++
+				add(m.Headers(), m.Data())
+			}
+			if err := batch.Error(); err != nil {
+				t.Fatalf("read %s after %d of %d messages: %v", subject, read, total, err)
+			}
+			if n == 0 {
+				t.Fatalf("read %s: no message after %d of %d", subject, read, total)
+			}
+		}
+	}
+	for i := range pr.n {
+		for k := range ticks {
+			if seen[i*ticks+k] == 0 {
+				report("stream lacks %s%d@%d", prefix, i, pr.base+int64(k))
+			}
+		}
+	}
+	if bad > 10 {
+		t.Errorf("... %d problems in all", bad)
+	}
+	t.Logf("stream checked: %d messages, %d samples each once", read, pr.n*ticks)
 }
 
 // TestForwardOutageRestart cuts the edge's link to JetStream while values
@@ -188,14 +306,8 @@ func TestCentralClusterNodeKilled(t *testing.T) {
 	if os.Getenv("PITH_TEST_NATS") == "" {
 		testpeer.Missing(t, "PITH_TEST_NATS not set: cluster test skipped with the other NATS tests")
 	}
-	bin, err := exec.LookPath("nats-server")
-	if err != nil {
-		if bin, err = exec.LookPath("/usr/sbin/nats-server"); err != nil {
-			testpeer.Missing(t, "nats-server not installed (Debian package nats-server): cluster test skipped")
-		}
-	}
-	cl := startNATSCluster(t, bin, 3)
-	urls := cl.urls()
+	cl := testpeer.StartNATSCluster(t, testpeer.NATSServer(t), 3)
+	urls := cl.URLs()
 	createReplicatedStream(t, urls)
 
 	ccfg := fwdConfig(t, "central", t.TempDir())
@@ -207,8 +319,12 @@ func TestCentralClusterNodeKilled(t *testing.T) {
 
 	pr := &producer{n: 20, base: time.Now().UnixMilli() - 60_000}
 	pr.run(t, edge, 1500*time.Millisecond)
-	leader := cl.streamLeader(t, urls)
-	cl.kill(t, leader)
+	leader := streamLeader(t, urls)
+	var n int
+	if _, err := fmt.Sscanf(leader, "n%d", &n); err != nil {
+		t.Fatalf("stream leader %q is none of the cluster's servers", leader)
+	}
+	cl.Kill(n)
 	pr.run(t, edge, 2*time.Second)
 	killed := time.Now()
 	end := killed.Add(40 * time.Second)
@@ -226,67 +342,6 @@ func TestCentralClusterNodeKilled(t *testing.T) {
 	t.Logf("killed %s; %d values produced at %d/s", leader, pr.ticks*int64(pr.n), 100*pr.n)
 }
 
-// natsCluster is a JetStream cluster of nats-server processes on loopback.
-type natsCluster struct {
-	ports []int
-	procs map[string]*exec.Cmd // by server name
-}
-
-// freePorts returns n TCP ports free on loopback right now.
-func freePorts(t testing.TB, n int) []int {
-	var ls []net.Listener
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
-}
-
-func startNATSCluster(t testing.TB, bin string, n int) *natsCluster {
-	ports := freePorts(t, 2*n)
-	cl := &natsCluster{ports: ports[:n], procs: map[string]*exec.Cmd{}}
-	dir := t.TempDir()
-	for i := range n {
-		var routes []string
-		for j := range n {
-			if j != i {
-				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[n+j]))
-			}
-		}
-		name := fmt.Sprintf("n%d", i)
-		logf, err := os.Create(filepath.Join(dir, name+".log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(ports[i]), "-js",
-			"-sd", filepath.Join(dir, name), "-n", name, "--cluster_name", "pithtest",
-			"--cluster", fmt.Sprintf("nats://127.0.0.1:%d", ports[n+i]), "--routes", strings.Join(routes, ","))
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cl.procs[name] = cmd
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			cmd.Wait()
-			logf.Close()
-			if t.Failed() {
-				b, _ := os.ReadFile(logf.Name())
-				t.Logf("%s log tail:\n%s", name, tail(string(b), 2000))
-			}
-		})
-	}
-	return cl
-}
-
 func tail(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]
@@ -294,27 +349,9 @@ func tail(s string, n int) string {
 	return s
 }
 
-// urls is the comma-separated client URL list of the cluster.
-func (cl *natsCluster) urls() string {
-	var us []string
-	for _, p := range cl.ports {
-		us = append(us, fmt.Sprintf("nats://127.0.0.1:%d", p))
-	}
-	return strings.Join(us, ",")
-}
-
-// kill stops one server abruptly.
-func (cl *natsCluster) kill(t testing.TB, name string) {
-	cmd, ok := cl.procs[name]
-	if !ok {
-		t.Fatalf("no server %q", name)
-	}
-	cmd.Process.Kill()
-}
-
 // streamLeader returns the name of the server leading stream PITH. The
 // cluster may be slow to answer while it is busy, so it asks again.
-func (cl *natsCluster) streamLeader(t testing.TB, urls string) string {
+func streamLeader(t testing.TB, urls string) string {
 	t.Helper()
 	var last error
 	for range 10 {
@@ -353,7 +390,12 @@ func (cl *natsCluster) streamLeader(t testing.TB, urls string) string {
 // createReplicatedStream creates stream PITH with three replicas, as an
 // operator does before pointing edges at a cluster, once the cluster has
 // elected its JetStream leader.
-func createReplicatedStream(t testing.TB, urls string) {
+//
+// subjects, when given, replace the stream's subjects.
+func createReplicatedStream(t testing.TB, urls string, subjects ...string) {
+	if len(subjects) == 0 {
+		subjects = []string{forward.DefaultNATSSubjects}
+	}
 	t.Helper()
 	end := time.Now().Add(20 * time.Second)
 	for {
@@ -370,7 +412,7 @@ func createReplicatedStream(t testing.TB, urls string) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
 			_, err = js.CreateStream(ctx, jetstream.StreamConfig{
-				Name: forward.DefaultNATSStream, Subjects: []string{forward.DefaultNATSSubjects},
+				Name: forward.DefaultNATSStream, Subjects: subjects,
 				Storage: jetstream.FileStorage, Replicas: 3, Duplicates: forward.DefaultNATSDupWindow,
 			})
 			return err
@@ -382,5 +424,72 @@ func createReplicatedStream(t testing.TB, urls string) {
 			t.Fatalf("create replicated stream: %v", err)
 		}
 		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// errRecorder is a testing.TB that records failures instead of failing.
+type errRecorder struct {
+	testing.TB
+	errs []string
+}
+
+func (r *errRecorder) Helper()                   {}
+func (r *errRecorder) Logf(string, ...any)       {}
+func (r *errRecorder) Errorf(f string, a ...any) { r.errs = append(r.errs, fmt.Sprintf(f, a...)) }
+func (r *errRecorder) Fatalf(f string, a ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(f, a...))
+	runtime.Goexit()
+}
+
+// TestCheckStreamOnceFails shows that the stream check of the outage tests
+// can fail: a sample published twice (under two message ids) and a sample
+// never published are both reported; the whole set once passes.
+func TestCheckStreamOnceFails(t *testing.T) {
+	nurl := testNATS(t)
+	pr := &producer{n: 3, base: 1_700_000_000_000, ticks: 4}
+	all := func() []model.Point {
+		var pts []model.Point
+		for k := range pr.ticks {
+			for i := range pr.n {
+				pts = append(pts, model.Point{Tag: "out." + strconv.Itoa(i), T: pr.base + k, V: float64(k)})
+			}
+		}
+		return pts
+	}
+	for _, c := range []struct {
+		name string
+		msgs [][]model.Point
+		want int // problems reported
+	}{
+		{"once", [][]model.Point{all()[:5], all()[5:]}, 0},
+		{"twice", [][]model.Point{all()[:7], all()[6:]}, 1},
+		{"missing", [][]model.Point{all()[:5], all()[6:]}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			site := testSiteName("check")
+			t.Cleanup(func() { purgeSubject(t, nurl, "pith."+site+".samples") })
+			sink, err := forward.NewNATSSink(forward.NATSOptions{URL: nurl, Site: site}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sink.Close()
+			for i, pts := range c.msgs {
+				id := fmt.Sprintf("%s-%d", site, i)
+				b := forward.Batch{ID: id, Entries: []forward.Entry{{ID: id, Points: pts}}, Points: len(pts)}
+				if err := sink.Send(context.Background(), b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec := &errRecorder{TB: t}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				pr.checkStreamOnce(rec, nurl, site)
+			}()
+			<-done
+			if len(rec.errs) != c.want {
+				t.Errorf("reported %d problems, want %d: %q", len(rec.errs), c.want, rec.errs)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pith-historian/pith/internal/clock"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/forward"
 	"github.com/pith-historian/pith/internal/model"
@@ -20,6 +21,10 @@ import (
 
 // forwardStatsInterval is how often the forwarders' system tags are written.
 const forwardStatsInterval = time.Second
+
+// forwardArchiveEvery is how many stats readings pass between two that
+// are archived (on change).
+const forwardArchiveEvery = 10
 
 // forwardLagCost is how many times the last lag reading (db.Followers,
 // which reads the WAL between each cursor and the end) the stats loop
@@ -154,10 +159,13 @@ func forwardEntries(cfg *config.Config) []forwardEntry {
 		out = append(out, forwardEntry{c.Name, "postgres", c, c.ForwardQueue, postgresSink(c, site)})
 	}
 	for _, c := range cfg.Forward.MQTT {
-		out = append(out, forwardEntry{c.Name, "mqtt", c, c.ForwardQueue, mqttSink(c, site)})
+		out = append(out, forwardEntry{c.Name, "mqtt", c, c.ForwardQueue, mqttSink(c, site, cfg.Redundancy.Node)})
 	}
 	for _, c := range cfg.Forward.HTTP {
 		out = append(out, forwardEntry{c.Name, "http", c, c.ForwardQueue, httpSink(c, site)})
+	}
+	if r := cfg.Redundancy; r.Enabled() {
+		out = append(out, forwardEntry{redundancyForward, "nats", r, config.ForwardQueue{}, redundancySink(r, site)})
 	}
 	return out
 }
@@ -196,6 +204,11 @@ func openSinkOf(e forwardEntry, log *slog.Logger) (sinkOf, error) {
 func forwardOptions(cfg *config.Config, e forwardEntry) forward.Options {
 	o := forward.DefaultOptions()
 	o.Site = cfg.Site.Name
+	if cfg.Redundancy.Enabled() {
+		// Both boxes of a pair forward as one site: their entry ids name
+		// the box too, or the same WAL position of each would collide.
+		o.Site += "." + cfg.Redundancy.Node
+	}
 	o.MaxBytes = e.limits.MaxBytes
 	o.MaxAge = e.limits.MaxAge.Std()
 	o.PoisonDir = filepath.Join(cfg.Store.Dir, "forward", e.name, "poison")
@@ -269,16 +282,17 @@ func (fw *forwarders) closeOne(f *forwarder, unfollow bool) {
 
 // writeStats writes every forwarder's system tags each second.
 func (fw *forwarders) writeStats(ctx context.Context, tab *tag.Table) {
-	t := time.NewTicker(forwardStatsInterval)
+	t := clock.NewAligned(forwardStatsInterval)
 	defer t.Stop()
 	var batch []tag.Sample
 	lags := map[string]store.FollowerStats{}
 	var nextLag time.Time
-	for {
+	for n := 0; ; n++ {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			t.Next()
 			if !now.Before(nextLag) {
 				start := time.Now()
 				clear(lags)
@@ -297,6 +311,10 @@ func (fw *forwarders) writeStats(ctx context.Context, tab *tag.Table) {
 				for i := range batch[len(batch)-len(f.ids):] {
 					s := &batch[len(batch)-len(f.ids)+i]
 					s.ID, s.T, s.Q = f.ids[i], ms, model.QualityGood
+					// Current every second, archived every tenth (as
+					// the other system tags): the figures move with the
+					// forwarders' own archived writes.
+					s.NoArchive = n%forwardArchiveEvery != 0
 				}
 			}
 			fw.mu.RUnlock()

@@ -3,6 +3,7 @@ package agent
 import (
 	"log/slog"
 	"net/url"
+	"strings"
 
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/forward"
@@ -24,9 +25,24 @@ func natsSink(c config.ForwardNATS, site string) openSink {
 	}
 }
 
+// redundancySink publishes this box's values to the pair's stream, the
+// site's subject, with the box named in each message.
+func redundancySink(r config.Redundancy, site string) openSink {
+	return func(log *slog.Logger) (forward.Sink, func(), string, error) {
+		o := forward.DefaultNATSOptions()
+		o.URL, o.Site, o.Node = r.NATS, site, r.Node
+		o.Replicas = min(3, len(strings.Split(r.NATS, ",")))
+		s, err := forward.NewNATSSink(o, log)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return s, s.Close, r.NATS + " " + s.Subject(), nil
+	}
+}
+
 func postgresSink(c config.ForwardPostgres, site string) openSink {
 	return func(log *slog.Logger) (forward.Sink, func(), string, error) {
-		s, err := forward.NewPostgresSink(forward.PostgresOptions{URL: c.URL, Table: c.Table, Site: site}, log)
+		s, err := forward.NewPostgresSink(forward.PostgresOptions{URL: c.URL, Table: c.Table, Site: site, Partition: c.Partition}, log)
 		if err != nil {
 			return nil, nil, "", err
 		}
@@ -34,13 +50,23 @@ func postgresSink(c config.ForwardPostgres, site string) openSink {
 	}
 }
 
-func mqttSink(c config.ForwardMQTT, site string) openSink {
+// mqttClientID is a [[forward.mqtt]] entry's client id: the one given, or
+// "pith-<site>-<name>", fixed so that the broker keeps the session across
+// restarts, with "-<node>" on a box of a redundant pair (both boxes
+// forward, and share the site: one id would let one connect at a time).
+func mqttClientID(c config.ForwardMQTT, site, node string) string {
+	switch {
+	case c.ClientID != "":
+		return c.ClientID
+	case node != "":
+		return "pith-" + site + "-" + c.Name + "-" + node
+	}
+	return "pith-" + site + "-" + c.Name
+}
+
+func mqttSink(c config.ForwardMQTT, site, node string) openSink {
 	return func(log *slog.Logger) (forward.Sink, func(), string, error) {
-		id := c.ClientID
-		if id == "" {
-			// Fixed so that the broker keeps the session across restarts.
-			id = "pith-" + site + "-" + c.Name
-		}
+		id := mqttClientID(c, site, node)
 		s, err := forward.NewMQTTSink(forward.MQTTOptions{URL: c.URL, Prefix: c.Prefix, ClientID: id, Username: c.Username, Password: c.Password}, log)
 		if err != nil {
 			return nil, nil, "", err

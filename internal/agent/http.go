@@ -61,8 +61,16 @@ func (h *httpPart) Start(ctx context.Context) error {
 	}
 	h.automation.mount(mux, db, log)
 	mux.Handle("/api/v1/admin/reload", reloadHandler{h.agent})
+	mux.Handle("/api/v1/admin/redundancy/step-down", stepDownHandler{h.agent.red})
+	mux.Handle("/api/v1/redundancy", redundancyStatus{h.agent.red})
 	h.users.mgr.Mount(mux)
 	mux.Handle("/api/v1/audit", h.users.journal.Handler())
+	if c := cfg.Central; c.NATS != "" && c.Directory != "" {
+		dir := newSiteDirectory(c, cfg.Site.Name, log)
+		mux.Handle("/api/v1/sites", dir)
+		mux.Handle("/api/v1/sites/", dir)
+		closeWeb = func(prev func()) func() { return func() { prev(); dir.close() } }(closeWeb)
+	}
 	var signed http.Handler // event posts signed with the shared secret skip the key check
 	if h.events != nil {
 		signed = h.events.mount(mux)
@@ -118,7 +126,8 @@ func (h *httpPart) Start(ctx context.Context) error {
 	h.cancel, h.failed = cancel, make(chan struct{})
 	go func() {
 		defer close(h.failed)
-		h.err = api.ServeWith(sctx, ln, chain(guard(h.users.auditRequests(mux))), lim, tlsCfg, log)
+		// The standby of a pair refuses pushed writes before it reads them.
+		h.err = api.ServeWith(sctx, ln, chain(h.agent.red.refusePushes(guard(h.users.auditRequests(mux)))), lim, tlsCfg, log)
 	}()
 	h.users.announceSetup(h.addr, tlsCfg != nil)
 	return nil
@@ -262,6 +271,7 @@ func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *di
 
 	wo := web.DefaultOptions()
 	wo.Source, wo.History = db, db
+	wo.Table = p.Table() // the live stream pushes changes (at most two messages a second) instead of polling the store each second
 	if d := cfg.Display; d.Enabled {
 		dc := &web.DisplayConfig{Title: d.Title, Refresh: d.Refresh.Std()}
 		for _, t := range d.Tiles {
@@ -275,9 +285,15 @@ func routes(cfg *config.Config, db *store.DB, wr writer, p *plant.Plant, col *di
 	}
 	mux.Handle("/api/v1/live", api.NoWriteDeadline(ws.LiveHandler())) // streams for as long as the page is open
 	mux.Handle("/", ws.Handler())
-	if err := mountDashboards(mux, cfg.Store.Dir, ws, log); err != nil {
+	pics, err := mountPictures(mux, cfg.Store.Dir, ws, log)
+	if err != nil {
 		ws.Close()
 		return nil, nil, err
 	}
-	return mux, ws.Close, nil
+	stopDocs, err := mountDashboards(mux, cfg, ws, pics, log)
+	if err != nil {
+		ws.Close()
+		return nil, nil, err
+	}
+	return mux, func() { ws.Close(); stopDocs() }, nil
 }

@@ -110,7 +110,12 @@ const memoryHeadroom = 8 << 20
 // grow to twice what is live). It is a soft limit: a heap that needs
 // more gets it, at the cost of more collections. GOMEMLIMIT, when set,
 // wins.
+//
+// GOGC, when not set, is gcPercent rather than Go's 100.
 func setMemoryLimit(budget int64, log *slog.Logger) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
@@ -118,6 +123,14 @@ func setMemoryLimit(budget int64, log *slog.Logger) {
 	debug.SetMemoryLimit(limit)
 	log.Debug("go memory limit set", "bytes", limit)
 }
+
+// gcPercent is how much the heap may grow past what is live before the
+// next collection. With Go's 100 it doubles: the resident memory of a
+// box whose live heap is 12 MB (the store's head, batches being
+// forwarded, a query's samples) swings by as much between collections,
+// about a quarter of it. With 50 the swing halves, for a collector that
+// runs twice as often; at 1,000 values/s it takes under 1% of a core.
+const gcPercent = 50
 
 // promPaths are the Prometheus API routes (see routes).
 var promPaths = []string{"/api/v1/query", "/api/v1/query_range", "/api/v1/labels", "/api/v1/label/",

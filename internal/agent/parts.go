@@ -10,6 +10,7 @@ import (
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/diag"
 	"github.com/pith-historian/pith/internal/plant"
+	"github.com/pith-historian/pith/internal/sitedocs"
 	"github.com/pith-historian/pith/internal/store"
 )
 
@@ -94,6 +95,11 @@ func (p *plantPart) Prepare(cfg *config.Config) (Change, error) {
 	ch, err := p.p.Prepare(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Redundancy.Enabled() {
+		// A standby's stations are gone, not broken: their tags keep
+		// the values mirrored from the active box.
+		ch.KeepValues()
 	}
 	return ch, nil
 }
@@ -192,6 +198,10 @@ type centralPart struct {
 	db   centralWriter
 	log  *slog.Logger
 	stop func()
+	name string         // site.name, published with the sites held
+	dir  *siteDirectory // nil when [central] directory is ""
+	// dataDir is the data directory: the sites' documents go to DATA/sites.
+	dataDir string
 }
 
 var _ Part = (*centralPart)(nil)
@@ -199,11 +209,22 @@ var _ Part = (*centralPart)(nil)
 func (c *centralPart) Name() string { return "central" }
 
 func (c *centralPart) Start(ctx context.Context) error {
-	c.stop = startCentral(ctx, c.cfg, c.db, c.log)
+	if db, ok := c.db.(*store.DB); ok && c.dataDir != "" {
+		c.db = centralDB{DB: db, docs: sitedocs.Open(c.dataDir)}
+	}
+	if c.cfg.Directory != "" {
+		c.dir = newSiteDirectory(c.cfg, c.name, c.log)
+	}
+	c.stop = startCentralWith(ctx, c.cfg, c.db, c.dir, c.log)
 	return nil
 }
 
-func (c *centralPart) Stop() { c.stop() }
+func (c *centralPart) Stop() {
+	c.stop()
+	if c.dir != nil {
+		c.dir.close()
+	}
+}
 
 // diagPart is the diagnostics collector: system tags, /metrics, /-/healthy
 // and /-/ready.

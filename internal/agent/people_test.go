@@ -266,6 +266,9 @@ var roleTable = map[string]struct{ get, post string }{
 	"/api/v1/dashboards/":      {"viewer", "engineer"},
 	"/d/":                      {"none", "none"},
 	"/dashboard":               {"none", "none"},
+	"/api/v1/pictures":         {"viewer", "engineer"}, // engineers edit pictures
+	"/api/v1/pictures/":        {"viewer", "engineer"},
+	"/pictures":                {"none", "none"}, // the pictures' page: no data in it
 	"/display":                 {"none", "none"},
 	"/ping":                    {"viewer", "admin"},
 	"/input/":                  {"admin", "admin"},

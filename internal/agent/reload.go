@@ -48,6 +48,18 @@ func (a *Agent) Reload() (ReloadResult, error) {
 	}
 	restart := restartSections(a.cur, cfg)
 	cfg.Store.Dir, cfg.HTTP.Listen = a.cur.Store.Dir, a.cur.HTTP.Listen
+	if err := a.applyLocked(roleConfig(cfg, a.active, a.late)); err != nil {
+		return ReloadResult{}, fmt.Errorf("%s: %w", errRefused, err)
+	}
+	res := ReloadResult{Acquisition: !reflect.DeepEqual(a.cur.Modbus, cfg.Modbus) || !reflect.DeepEqual(a.cur.OPCUA, cfg.OPCUA), Keys: len(cfg.HTTP.Keys), RestartNeeded: restart}
+	a.cur = cfg
+	a.log.Info("config reloaded", "acquisition_restarted", res.Acquisition, "keys", res.Keys, "restart_needed", restart)
+	return res, nil
+}
+
+// applyLocked prepares cfg in every reloadable part and commits all, or
+// aborts all when one fails. a.reloadMu is held.
+func (a *Agent) applyLocked(cfg *config.Config) error {
 	changes := make([]Change, 0, len(a.reloadable))
 	for _, p := range a.reloadable {
 		ch, err := p.Prepare(cfg)
@@ -56,17 +68,14 @@ func (a *Agent) Reload() (ReloadResult, error) {
 				changes[i].Abort()
 			}
 			a.log.Warn("config reload refused", "part", p.Name(), "err", err)
-			return ReloadResult{}, fmt.Errorf("%s: %s: %w", errRefused, p.Name(), err)
+			return fmt.Errorf("%s: %w", p.Name(), err)
 		}
 		changes = append(changes, ch)
 	}
 	for _, ch := range changes {
 		ch.Commit()
 	}
-	res := ReloadResult{Acquisition: !reflect.DeepEqual(a.cur.Modbus, cfg.Modbus) || !reflect.DeepEqual(a.cur.OPCUA, cfg.OPCUA), Keys: len(cfg.HTTP.Keys), RestartNeeded: restart}
-	a.cur = cfg
-	a.log.Info("config reloaded", "acquisition_restarted", res.Acquisition, "keys", res.Keys, "restart_needed", restart)
-	return res, nil
+	return nil
 }
 
 // restartSections names the sections of cfg that differ from old and
@@ -89,6 +98,7 @@ func restartSections(old, cfg *config.Config) []string {
 	diff("display", old.Display, cfg.Display)
 	diff("events", old.Events, cfg.Events)
 	diff("central", old.Central, cfg.Central)
+	diff("redundancy", old.Redundancy, cfg.Redundancy)
 	diff("input", old.Input, cfg.Input)
 	diff("calc", old.Calc, cfg.Calc)
 	// Alarm definitions, schedules, rules and limits reload; whether

@@ -7,6 +7,7 @@ import (
 	"github.com/pith-historian/pith/internal/archive"
 	"github.com/pith-historian/pith/internal/ingest"
 	"github.com/pith-historian/pith/internal/model"
+	"github.com/pith-historian/pith/internal/sparkplug"
 	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
 )
@@ -79,6 +80,25 @@ func (r *road) SetLabels(ctx context.Context, series []model.Series) error {
 var (
 	_ ingest.Labeler = (*road)(nil)
 	_ tag.LabelSink  = (*archive.Queue)(nil)
+)
+
+// SetUnit keeps a pushed tag's engineering unit (Sparkplug B births
+// declare them) in the tag table's metadata.
+func (r *road) SetUnit(tag, unit string) error {
+	return r.tab.SetUnit(tag, unit, pushSource)
+}
+
+// SetUnit passes a unit to the road: chains compute values, not units.
+func (w processedWriter) SetUnit(tag, unit string) error {
+	if us, ok := w.writer.(sparkplug.UnitSink); ok {
+		return us.SetUnit(tag, unit)
+	}
+	return nil
+}
+
+var (
+	_ sparkplug.UnitSink = (*road)(nil)
+	_ sparkplug.UnitSink = processedWriter{}
 )
 
 // WriteMixed is the road of pushed numbers with text (line-protocol

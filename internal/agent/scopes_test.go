@@ -48,6 +48,9 @@ var scopeTable = map[string]struct{ get, post string }{
 	"/api/v1/dashboards/":      {"read", "admin"},
 	"/d/":                      {"none", "none"}, // public dashboards: an unknown token is a 404, writes a 405
 	"/dashboard":               {"none", "none"}, // the editor's page: no data in it
+	"/api/v1/pictures":         {"read", "admin"},
+	"/api/v1/pictures/":        {"read", "admin"},
+	"/pictures":                {"none", "none"}, // the pictures' page: no data in it
 	"/display":                 {"none", "none"},
 	"/api/v1/write":            {"read", "write"},
 	"/write":                   {"write", "write"},

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/pith-historian/pith/internal/api"
+	"github.com/pith-historian/pith/internal/clock"
 	"github.com/pith-historian/pith/internal/config"
 	"github.com/pith-historian/pith/internal/ingest"
+	"github.com/pith-historian/pith/internal/model"
 	"github.com/pith-historian/pith/internal/sparkplug"
 	"github.com/pith-historian/pith/internal/tag"
 )
@@ -23,10 +25,21 @@ import (
 // new-tag gate), and the [[sparkplug.edge]] edge nodes, which publish the
 // tag table and write commanded tags through the automation's guarded
 // control path. A reload restarts the entries whose settings changed.
+//
+// On a box of a redundant pair the hosts and edge nodes run on the active
+// box only (setActive): both boxes have the same config, so the same
+// client ids, host id and edge node ids, and the pair looks like one host
+// and one edge node to the broker. The standby holds a host's values
+// through the pair's mirror, as every other value.
 type sparkplugPart struct {
 	in  *inputs
 	au  *automation
 	log *slog.Logger
+
+	// paused says the box stands by: no entry runs. Start, Prepare and
+	// setActive all run under the agent's reloadMu, which guards it.
+	paused bool
+	cfg    *config.Config // the config last committed; guarded by mu
 
 	ctx    context.Context // the agent's, from Start
 	cancel context.CancelFunc
@@ -45,6 +58,17 @@ type controlRouter struct {
 
 	mu    sync.RWMutex
 	hosts []*sparkplug.Host // the running hosts, set by the sparkplug part
+	// gate, when set, is asked before every write (the redundant pair's
+	// lease): an error refuses the write, a non-zero time is the deadline
+	// the write must be done by.
+	gate func() (time.Time, error)
+}
+
+// setGate sets the function every write asks first; nil lets all through.
+func (r *controlRouter) setGate(g func() (time.Time, error)) {
+	r.mu.Lock()
+	r.gate = g
+	r.mu.Unlock()
 }
 
 var _ api.Controller = (*controlRouter)(nil)
@@ -60,8 +84,20 @@ func (r *controlRouter) setHosts(hs []*sparkplug.Host) {
 // what and the result as the plant does, or through the plant.
 func (r *controlRouter) Control(ctx context.Context, name string, value float64, who string) error {
 	r.mu.RLock()
-	hosts := r.hosts
+	hosts, gate := r.hosts, r.gate
 	r.mu.RUnlock()
+	if gate != nil {
+		dl, err := gate()
+		if err != nil {
+			r.log.Info("control write refused", "who", who, "tag", name, "value", value, "err", err)
+			return err
+		}
+		if !dl.IsZero() {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, dl)
+			defer cancel()
+		}
+	}
 	for _, h := range hosts {
 		start := time.Now()
 		err := h.Control(ctx, name, value, who)
@@ -121,6 +157,8 @@ func (s *sparkplugPart) Name() string { return "sparkplug" }
 
 func (s *sparkplugPart) Start(ctx context.Context) error {
 	s.ctx, s.running = ctx, map[string]*spEntry{}
+	// A box of a pair starts as the standby (see redundancy.go).
+	s.paused = s.in.cfg.Redundancy.Enabled()
 	ch, err := s.prepare(s.in.cfg)
 	if err != nil {
 		return err
@@ -148,7 +186,7 @@ func (s *sparkplugPart) Stop() {
 // writeStats writes every entry's system tags each second.
 func (s *sparkplugPart) writeStats(ctx context.Context) {
 	defer close(s.done)
-	t := time.NewTicker(sparkplugStatsInterval)
+	t := clock.NewAligned(sparkplugStatsInterval)
 	defer t.Stop()
 	var batch []tag.Sample
 	for {
@@ -156,6 +194,7 @@ func (s *sparkplugPart) writeStats(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			t.Next()
 			batch = batch[:0]
 			s.mu.Lock()
 			for _, e := range s.running {
@@ -195,9 +234,13 @@ func (s *sparkplugPart) prepare(cfg *config.Config) (Change, error) {
 		start = append(start, name)
 		return nil
 	}
-	for _, c := range cfg.Sparkplug.Host {
+	hosts, edges := cfg.Sparkplug.Host, cfg.Sparkplug.Edge
+	if s.paused {
+		hosts, edges = nil, nil
+	}
+	for _, c := range hosts {
 		if err := add(c.Name, c, func() (*spEntry, error) {
-			h, err := sparkplug.NewHost(s.in.wr, hostOptions(c, s.in.gate, s.log))
+			h, err := sparkplug.NewHost(s.in.subscriberSink(), hostOptions(c, s.in.gate, s.in.plant.Table(), s.log))
 			if err != nil {
 				return nil, err
 			}
@@ -206,7 +249,7 @@ func (s *sparkplugPart) prepare(cfg *config.Config) (Change, error) {
 			return nil, err
 		}
 	}
-	for _, c := range cfg.Sparkplug.Edge {
+	for _, c := range edges {
 		if err := add(c.Name, c, func() (*spEntry, error) {
 			o := edgeOptions(c, s.log)
 			dir := filepath.Join(cfg.Store.Dir, "sparkplug")
@@ -236,7 +279,7 @@ func (s *sparkplugPart) prepare(cfg *config.Config) (Change, error) {
 			s.defineTags(name, e)
 			e.stop = s.launch(name, e.run)
 		}
-		s.running = next
+		s.running, s.cfg = next, cfg
 		var hosts []*sparkplug.Host
 		for _, e := range next {
 			if e.host != nil {
@@ -245,6 +288,35 @@ func (s *sparkplugPart) prepare(cfg *config.Config) (Change, error) {
 		}
 		s.au.ctl.setHosts(hosts)
 	}}, nil
+}
+
+// setActive runs (true) or stops (false) every host and edge node of a
+// redundant pair's box with its role. A host stopping publishes its STATE
+// offline, an edge node its NDEATH, before they disconnect; the box taking
+// over connects with the same ids and is born again. The agent's reloadMu
+// is held.
+func (s *sparkplugPart) setActive(active bool) {
+	if s.paused == !active {
+		return
+	}
+	s.paused = !active
+	s.mu.Lock()
+	cfg := s.cfg
+	s.mu.Unlock()
+	ch, err := s.prepare(cfg)
+	if err != nil {
+		// The same entries were built from this config before.
+		s.log.Error("sparkplug not started", "err", err)
+		return
+	}
+	ch.Commit()
+	switch {
+	case len(cfg.Sparkplug.Host)+len(cfg.Sparkplug.Edge) == 0:
+	case active:
+		s.log.Info("sparkplug started: this box is active", "hosts", len(cfg.Sparkplug.Host), "edge_nodes", len(cfg.Sparkplug.Edge))
+	default:
+		s.log.Info("sparkplug stopped: this box stands by")
+	}
 }
 
 // defineTags defines an entry's system tags (names checked by the
@@ -276,8 +348,17 @@ func (s *sparkplugPart) launch(name string, run func(context.Context) error) fun
 	return func() { cancel(); <-done }
 }
 
-func hostOptions(c config.SparkplugHost, gate *ingest.TagGate, log *slog.Logger) sparkplug.HostOptions {
+func hostOptions(c config.SparkplugHost, gate *ingest.TagGate, tab *tag.Table, log *slog.Logger) sparkplug.HostOptions {
 	o := sparkplug.DefaultHostOptions()
+	// What the tag table holds is archived (or mirrored from the other
+	// box of a pair): a birth repeating it is not stored again.
+	o.Stored = func(name string) (int64, float64, bool) {
+		vs, err := tab.Latest(name)
+		if err != nil || !vs[0].Has || vs[0].IsText || vs[0].Q != model.QualityGood {
+			return 0, 0, false
+		}
+		return vs[0].T, vs[0].V, true
+	}
 	o.Name, o.Broker, o.ClientID, o.Username, o.Password = c.Name, c.Broker, c.ClientID, c.Username, c.Password
 	o.HostID, o.TagTemplate, o.Writable, o.Gate = c.HostID, c.TagTemplate, c.Writable, gate
 	if len(c.Groups) > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -53,7 +54,12 @@ func (u *usersPart) Start(context.Context) error {
 		j.Close()
 		return err
 	}
-	mgr, err := users.NewManager(acc, userOptions(u.cfg.Users), j, u.log.With("part", "users"))
+	uo, err := userOptions(u.cfg.Users)
+	if err != nil {
+		j.Close()
+		return err
+	}
+	mgr, err := users.NewManager(acc, uo, j, u.log.With("part", "users"))
 	if err != nil {
 		j.Close()
 		return err
@@ -73,20 +79,46 @@ func (u *usersPart) Stop() {
 
 // Prepare takes the new session timeouts and tag permissions.
 func (u *usersPart) Prepare(cfg *config.Config) (Change, error) {
-	o := userOptions(cfg.Users)
+	o, err := userOptions(cfg.Users)
+	if err != nil {
+		return nil, err
+	}
 	return funcChange{commit: func() { u.mgr.SetOptions(o) }}, nil
 }
 
-func userOptions(c config.Users) users.Options {
+func userOptions(c config.Users) (users.Options, error) {
 	o := users.DefaultOptions()
 	o.IdleTimeout, o.MaxAge = c.SessionIdle.Std(), c.SessionMax.Std()
 	o.Tags = users.TagRules{Operator: c.OperatorTags, Engineer: c.EngineerTags, Admin: c.AdminTags}
 	o.AccountAttempts, o.AccountEvery = c.LoginAttempts, c.LoginEvery.Std()
 	o.AddressAttempts, o.AddressEvery = c.AddressAttempts, c.AddressEvery.Std()
 	if c.LDAP.URL != "" {
-		o.LDAP = &users.LDAP{URL: c.LDAP.URL, BindDN: c.LDAP.BindDN, Role: users.Role(c.LDAP.Role), Timeout: c.LDAP.Timeout.Std()}
+		o.LDAP = &users.LDAP{URL: c.LDAP.URL, BindDN: c.LDAP.BindDN, Role: users.Role(c.LDAP.Role), Timeout: c.LDAP.Timeout.Std(),
+			GroupBase: c.LDAP.GroupBase}
+		if len(c.LDAP.Groups) > 0 {
+			o.LDAP.Groups = make(map[string]users.Role, len(c.LDAP.Groups))
+			for g, r := range c.LDAP.Groups {
+				o.LDAP.Groups[g] = users.Role(r)
+			}
+		}
 	}
-	return o
+	if oc := c.OIDC; oc.Issuer != "" {
+		secret := oc.ClientSecret
+		if oc.ClientSecretFile != "" {
+			b, err := os.ReadFile(oc.ClientSecretFile)
+			if err != nil {
+				return o, fmt.Errorf("users.oidc.client_secret_file: %w", err)
+			}
+			secret = strings.TrimSpace(string(b))
+		}
+		o.OIDC = &users.OIDC{Issuer: oc.Issuer, ClientID: oc.ClientID, ClientSecret: secret, RedirectURL: oc.RedirectURL,
+			Scopes: oc.Scopes, NameClaim: oc.NameClaim, GroupsClaim: oc.GroupsClaim, Role: users.Role(oc.Role),
+			Label: oc.Label, Timeout: oc.Timeout.Std(), Groups: make(map[string]users.Role, len(oc.Groups))}
+		for g, r := range oc.Groups {
+			o.OIDC.Groups[g] = users.Role(r)
+		}
+	}
+	return o, nil
 }
 
 // record appends r to the journal.
@@ -149,6 +181,9 @@ type alarmAudit struct{ u *usersPart }
 var _ alarm.Notifier = alarmAudit{}
 
 func (alarmAudit) Name() string { return "audit" }
+
+// Unmuted: acknowledgements on a pair's standby box are audited there.
+func (alarmAudit) Unmuted() {}
 
 func (a alarmAudit) Notify(_ context.Context, ev alarm.Event) error {
 	if ev.Event != alarm.EventAcknowledged {

@@ -201,3 +201,15 @@ func (t *recomputeTx) AddText(pts []model.TextPoint) error {
 	}
 	return tt.AddText(pts)
 }
+
+// SetLabels hands pushed labels to the writer behind the chains (the
+// road keeps them): a Pith with calculated tags or input chains keeps its
+// pushed labels too.
+func (w processedWriter) SetLabels(ctx context.Context, series []model.Series) error {
+	if l, ok := w.writer.(ingest.Labeler); ok {
+		return l.SetLabels(ctx, series)
+	}
+	return nil
+}
+
+var _ ingest.Labeler = processedWriter{}

@@ -106,6 +106,10 @@ func Start(ctx context.Context, cfg *config.Config, tab Table, log *slog.Logger,
 		hist.Close()
 		return nil, nil, err
 	}
+	// A box of a redundant pair starts as the standby: muted, following
+	// the other box.
+	e.Mute(cfg.Redundancy.Enabled())
+	e.Follow(cfg.Redundancy.Enabled())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -130,6 +130,9 @@ type Engine struct {
 	pending []Event // emitted under mu, sent to queues after
 
 	events, logErrors, overflow atomic.Uint64
+	muted                       atomic.Bool                 // see Mute
+	following                   atomic.Bool                 // see Follow
+	delivered                   atomic.Pointer[func(Event)] // see OnDelivered
 
 	exited  chan struct{}         // closed when the Run that Start began returned
 	exitErr atomic.Pointer[error] // what that Run returned, once exited is closed
@@ -189,7 +192,8 @@ func New(defs []Def, hist *Log, tab Table, opts Options, log *slog.Logger) (*Eng
 		e.add(d)
 	}
 	for _, n := range opts.Notifiers {
-		e.queues = append(e.queues, &notifyQueue{n: n, ch: make(chan Event, opts.NotifyQueue)})
+		_, always := n.(Unmuted)
+		e.queues = append(e.queues, &notifyQueue{n: n, always: always, ch: make(chan queued, opts.NotifyQueue)})
 	}
 	if hist != nil {
 		if err := e.replay(); err != nil {
@@ -282,6 +286,17 @@ func (e *Engine) replay() error {
 	}
 	return nil
 }
+
+// Unmuted marks a notifier that Mute does not silence: one that keeps a
+// redundant pair's two boxes in step rather than telling the outside.
+type Unmuted interface{ Unmuted() }
+
+// Mute silences (true) or restores (false) the notifiers but the Unmuted
+// ones. A muted engine still evaluates, logs and serves its alarms, so
+// that their state (active, acknowledged) is current when it is restored:
+// the standby box of a redundant pair runs muted, and the events raised
+// while muted are not sent later.
+func (e *Engine) Mute(m bool) { e.muted.Store(m) }
 
 // Exited returns a channel closed when the engine that Start runs has
 // stopped: at its stop, or because Run failed (see Err).
@@ -400,6 +415,10 @@ func (e *Engine) Observe(cs []tag.Change, now time.Time) {
 func (e *Engine) observeLocked(a *alarm, v float64, q model.Quality, has bool, t int64, now time.Time) {
 	a.v, a.q, a.has = v, q, has
 	a.t = max(a.t, t)
+	if e.following.Load() {
+		a.d.reset() // the other box judges (see Follow)
+		return
+	}
 	if a.def.Kind == KindStale {
 		e.judgeStale(a, now)
 		return
@@ -424,6 +443,9 @@ func (e *Engine) staleRef(a *alarm) int64 {
 }
 
 func (e *Engine) judgeStale(a *alarm, now time.Time) {
+	if e.following.Load() {
+		return
+	}
 	cond := now.UnixMilli()-e.staleRef(a) > a.def.MaxAge.Milliseconds()
 	if a.d.step(now, cond, a.def.OnDelay, a.def.OffDelay) {
 		e.transition(a, now)
@@ -484,7 +506,13 @@ func (e *Engine) Tick(now time.Time) time.Time {
 // Set raises (active) or clears an external alarm at once, defining it
 // on first use. The rules raise write.<tag> this way when a control write
 // fails.
+//
+// A following engine (see Follow) ignores Set: the box that judges raises
+// its own.
 func (e *Engine) Set(name string, active bool, message string) {
+	if e.following.Load() {
+		return
+	}
 	now := e.opts.Clock.Now()
 	e.mu.Lock()
 	a, ok := e.byName[name]
@@ -543,7 +571,7 @@ func (e *Engine) emit(a *alarm, what string, now time.Time, who string) {
 	e.seq++
 	ev := Event{Seq: e.seq, T: now.UnixMilli(), Alarm: a.def.Name, Event: what,
 		State: stateOf(a.d.active, a.acked).String(), Kind: a.def.Kind.String(), Tag: a.def.Tag,
-		Severity: a.def.Severity, Message: a.def.Message, Who: who}
+		Severity: a.def.Severity, Message: a.def.Message, Who: who, Raised: a.raised}
 	if a.has {
 		v := a.v
 		ev.Value = &v
@@ -566,12 +594,31 @@ func (e *Engine) flushLocked() error {
 	e.mu.Unlock()
 	for _, ev := range evs {
 		e.events.Add(1)
-		e.log.Info("alarm "+ev.Event, "alarm", ev.Alarm, "state", ev.State, "severity", ev.Severity, "tag", ev.Tag, "who", ev.Who)
-		for _, q := range e.queues {
-			q.push(ev, e.log)
-		}
+		e.log.Info("alarm "+ev.Event, "alarm", ev.Alarm, "state", ev.State, "severity", ev.Severity, "tag", ev.Tag, "who", ev.Who, "via", ev.Via)
+		e.send(ev, true)
 	}
 	return err
+}
+
+// send hands ev to the notifiers: the Unmuted ones when always, and the
+// others unless the engine is muted, tracking their delivery for
+// OnDelivered.
+func (e *Engine) send(ev Event, always bool) {
+	muted := e.muted.Load()
+	var d *delivery
+	if !muted {
+		d = e.newDelivery(ev)
+	}
+	for _, q := range e.queues {
+		switch {
+		case q.always && always:
+			q.push(queued{ev: ev}, e.log)
+		case !q.always && !muted:
+			d.add()
+			q.push(queued{ev: ev, d: d}, e.log)
+		}
+	}
+	d.pushed()
 }
 
 func (a *alarm) status() Status {
@@ -654,24 +701,27 @@ func (e *Engine) Stats() Stats {
 // notifyQueue feeds one notifier from its own goroutine.
 type notifyQueue struct {
 	n       Notifier
-	ch      chan Event
+	always  bool // never muted (see Mute)
+	ch      chan queued
 	mu      sync.Mutex // orders push against close
 	closed  bool
 	dropped atomic.Uint64
 	failed  atomic.Uint64
 }
 
-func (q *notifyQueue) push(ev Event, log *slog.Logger) {
+func (q *notifyQueue) push(it queued, log *slog.Logger) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
+		it.d.done(false)
 		return
 	}
 	select {
-	case q.ch <- ev:
+	case q.ch <- it:
 	default:
 		q.dropped.Add(1)
-		log.Warn("alarm notification dropped: queue full", "notifier", q.n.Name(), "alarm", ev.Alarm)
+		it.d.done(false)
+		log.Warn("alarm notification dropped: queue full", "notifier", q.n.Name(), "alarm", it.ev.Alarm)
 	}
 }
 
@@ -685,10 +735,12 @@ func (q *notifyQueue) close() {
 }
 
 func (q *notifyQueue) run(ctx context.Context, log *slog.Logger) {
-	for ev := range q.ch {
-		if err := q.n.Notify(ctx, ev); err != nil {
+	for it := range q.ch {
+		err := q.n.Notify(ctx, it.ev)
+		if err != nil {
 			q.failed.Add(1)
-			log.Warn("alarm notification failed", "notifier", q.n.Name(), "alarm", ev.Alarm, "event", ev.Event, "err", err)
+			log.Warn("alarm notification failed", "notifier", q.n.Name(), "alarm", it.ev.Alarm, "event", it.ev.Event, "err", err)
 		}
+		it.d.done(err == nil)
 	}
 }

@@ -1,9 +1,11 @@
 package alarm
 
 import (
+	"context"
 	"math"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -409,5 +411,50 @@ func TestReload(t *testing.T) {
 	}
 	if err := r.e.Reload([]Def{{Name: "a", Kind: KindHi}}); err == nil {
 		t.Fatal("alarm without tag accepted")
+	}
+}
+
+// countNotifier counts the events it is handed.
+type countNotifier struct{ n atomic.Int64 }
+
+func (c *countNotifier) Name() string                        { return "count" }
+func (c *countNotifier) Notify(context.Context, Event) error { c.n.Add(1); return nil }
+
+type unmutedNotifier struct{ countNotifier }
+
+func (*unmutedNotifier) Unmuted() {}
+
+// TestMute: a muted engine keeps judging (its alarm states move) but
+// hands events to the Unmuted notifiers only; restored, it notifies again
+// without resending what happened while muted.
+func TestMute(t *testing.T) {
+	r := newRig(t, "", Def{Name: "hi", Kind: KindHi, Tag: "x", Limit: 10})
+	out, pair := &countNotifier{}, &unmutedNotifier{}
+	for _, n := range []Notifier{out, pair} {
+		q := &notifyQueue{n: n, ch: make(chan queued, 8)}
+		_, q.always = n.(Unmuted)
+		r.e.queues = append(r.e.queues, q)
+	}
+	drain := func() {
+		for _, q := range r.e.queues {
+			for len(q.ch) > 0 {
+				_ = q.n.Notify(context.Background(), (<-q.ch).ev)
+			}
+		}
+	}
+	r.e.Mute(true)
+	r.set("x", 1000, 20, model.QualityGood)
+	if _, err := r.e.Ack("hi", "op"); err != nil {
+		t.Fatal(err)
+	}
+	drain()
+	if st := r.state("hi"); st != "acknowledged" || out.n.Load() != 0 || pair.n.Load() != 2 {
+		t.Fatalf("muted: state %s, notified %d (outside) %d (pair); want acknowledged, 0, 2", st, out.n.Load(), pair.n.Load())
+	}
+	r.e.Mute(false)
+	r.set("x", 2000, 0, model.QualityGood)
+	drain()
+	if out.n.Load() != 1 || pair.n.Load() != 3 {
+		t.Fatalf("restored: notified %d (outside) %d (pair); want 1, 3", out.n.Load(), pair.n.Load())
 	}
 }

@@ -52,6 +52,11 @@ func (e *Engine) handleList(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	if h := q.Get("history"); h == "" || h == "0" || h == "false" {
+		if a := q.Get("all"); a == "1" || a == "true" {
+			// Every defined alarm, normal ones too: a lamp shows "normal".
+			api.WriteValue(w, http.StatusOK, map[string]any{"alarms": e.All()})
+			return
+		}
 		api.WriteValue(w, http.StatusOK, map[string]any{"alarms": e.Current()})
 		return
 	}

@@ -26,6 +26,12 @@ type Event struct {
 	Message  string   `json:"message"`         // for people
 	Value    *float64 `json:"value,omitempty"` // the tag's value at the transition, when known
 	Who      string   `json:"who,omitempty"`   // who acknowledged
+	// Raised is the Unix ms of the raise this transition belongs to
+	// (the raise itself, the clear or acknowledgement of that raise).
+	Raised int64 `json:"raised,omitempty"`
+	// Via names the other box of a redundant pair when this transition
+	// was judged there and applied here (see Engine.Apply).
+	Via string `json:"via,omitempty"`
 }
 
 // Event names.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,7 +58,10 @@ type permanentErr struct{ error }
 func (p permanentErr) Unwrap() error { return p.error }
 
 // Webhook POSTs every event as a JSON object to a URL, retrying network
-// errors, 429 and 5xx answers with backoff.
+// errors, 429 and 5xx answers with backoff. Each request carries the
+// header Idempotency-Key (IdempotencyKey): the same on every attempt and
+// on both boxes of a redundant pair, whose new active box may send again
+// what the old one sent just before it stopped.
 type Webhook struct {
 	URL      string
 	Header   http.Header
@@ -112,6 +116,7 @@ func (w *Webhook) Notify(ctx context.Context, ev Event) error {
 			req.Header[k] = vs
 		}
 		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", IdempotencyKey(ev))
 		resp, err := client.Do(req)
 		if err != nil {
 			return fmt.Errorf("post alarm event: %w", err)
@@ -126,6 +131,11 @@ func (w *Webhook) Notify(ctx context.Context, ev Event) error {
 		}
 		return permanentErr{fmt.Errorf("post alarm event: status %s", resp.Status)}
 	})
+}
+
+// IdempotencyKey names one transition: "<alarm>/<event>/<time ms>".
+func IdempotencyKey(ev Event) string {
+	return ev.Alarm + "/" + ev.Event + "/" + strconv.FormatInt(ev.T, 10)
 }
 
 // ParseHeaders turns "Name: value" lines into a header.

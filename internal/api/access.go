@@ -155,7 +155,7 @@ func PrincipalOf(ctx context.Context) *Principal {
 func Need(method, p string) Perm {
 	safe := method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
 	switch {
-	case p == "/api/v1/session", p == "/api/v1/setup":
+	case p == "/api/v1/session", p == "/api/v1/setup", p == "/api/v1/session/oidc", p == "/api/v1/session/oidc/callback":
 		return PermNone // sign-in and first set-up; the handlers check the rest
 	case p == "/api/v1/control":
 		return PermControl
@@ -168,7 +168,8 @@ func Need(method, p string) Perm {
 		return PermAdmin
 	case strings.HasPrefix(p, "/api/v1/schedules/"), p == "/api/v1/schedules",
 		strings.HasPrefix(p, "/api/v1/rules/override"),
-		p == "/api/v1/dashboards", strings.HasPrefix(p, "/api/v1/dashboards/"):
+		p == "/api/v1/dashboards", strings.HasPrefix(p, "/api/v1/dashboards/"),
+		p == "/api/v1/pictures", strings.HasPrefix(p, "/api/v1/pictures/"):
 		if safe {
 			return PermRead
 		}

@@ -492,6 +492,14 @@ func (lc *lightConn) answer(h http.Handler, req *http.Request, closeAfter bool) 
 	}
 	if b := req.Body.(*lightBody); b.n > maxLightDiscard || lc.l.closed.Load() {
 		closeAfter = true // as net/http: too much left to skip, or shutting down
+	} else if b.n > 0 && !b.sawEOF && !closeAfter {
+		// As net/http, the rest of the body is skipped before the
+		// answer: a body that cannot be read to its end (the client
+		// sent less than its Content-Length) closes the connection.
+		if _, err := b.br.Discard(int(b.n)); err != nil {
+			closeAfter = true
+		}
+		b.n = 0
 	}
 	lc.out = w.appendTo(lc.out[:0], lc.last, closeAfter)
 	if lc.l.lim.WriteTimeout > 0 {
@@ -505,12 +513,13 @@ func (lc *lightConn) answer(h http.Handler, req *http.Request, closeAfter bool) 
 
 // lightBody is a request body of known length read from the connection.
 type lightBody struct {
-	br *bufio.Reader
-	n  int64 // bytes left
+	br     *bufio.Reader
+	n      int64 // bytes left
+	sawEOF bool  // the connection ended before them: later reads say io.EOF
 }
 
 func (b *lightBody) Read(p []byte) (int, error) {
-	if b.n <= 0 {
+	if b.n <= 0 || b.sawEOF {
 		return 0, io.EOF
 	}
 	if int64(len(p)) > b.n {
@@ -519,6 +528,7 @@ func (b *lightBody) Read(p []byte) (int, error) {
 	n, err := b.br.Read(p)
 	b.n -= int64(n)
 	if err == io.EOF && b.n > 0 {
+		b.sawEOF = true
 		err = io.ErrUnexpectedEOF
 	}
 	return n, err

@@ -24,6 +24,7 @@ type StoreOptions struct {
 	WorkDir    string    // where the data directories go (a temporary one when empty)
 	Runs       int       // timed runs per query
 	Durability string    // fsync or relaxed
+	Profile    Profile   // how the server is confined (the default: not at all)
 	Out        io.Writer // progress lines
 }
 
@@ -64,7 +65,7 @@ type server struct {
 	dir  string
 }
 
-func startServer(exe, dir, durability string) (*server, error) {
+func startServer(exe, dir, durability string, prof Profile) (*server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -76,7 +77,7 @@ func startServer(exe, dir, durability string) (*server, error) {
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "serve", "--config", cfg, "--data", dir, "--listen", addr)
+	cmd := prof.command(exe, "serve", "--config", cfg, "--data", dir, "--listen", addr)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start server: %w", err)
@@ -191,7 +192,7 @@ func RunStore(o StoreOptions) (*StoreResult, error) {
 	}
 	for _, name := range []string{"plant", "feed"} {
 		dir := filepath.Join(work, name)
-		srv, err := startServer(o.Exe, dir, o.Durability)
+		srv, err := startServer(o.Exe, dir, o.Durability, o.Profile)
 		if err != nil {
 			return nil, err
 		}
@@ -211,7 +212,7 @@ func RunStore(o StoreOptions) (*StoreResult, error) {
 		if d.DiskBytes > 0 {
 			d.WriteAmp = float64(d.WrittenBytes) / float64(d.DiskBytes)
 		}
-		if srv, err = startServer(o.Exe, dir, o.Durability); err != nil {
+		if srv, err = startServer(o.Exe, dir, o.Durability, o.Profile); err != nil {
 			return nil, err
 		}
 		time.Sleep(time.Second)

@@ -64,6 +64,8 @@ type Config struct {
 	Rules Rules `toml:"rules"`
 	// Central consumes what edge Piths forward to NATS JetStream.
 	Central Central `toml:"central"`
+	// Redundancy makes this Pith one box of a hot-standby pair.
+	Redundancy Redundancy `toml:"redundancy"`
 	// Energy sets the zone of local days and the tariffs of energy views.
 	Energy Energy `toml:"energy"`
 	// Users sets up people's sign-in, sessions and tag permissions.

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -15,6 +16,31 @@ type Energy struct {
 	Timezone string `toml:"timezone"`
 	// Tariff lists the tariffs; the first is the default.
 	Tariff []TariffDef `toml:"tariff"`
+	// Report lists the reports sent on a schedule to the alarm sinks.
+	Report []ReportDef `toml:"report"`
+	// Link is the address people open this Pith at (e.g.
+	// "https://pith.example:8080"): sent reports link to their page there.
+	// "" sends a link relative to the Pith.
+	Link string `toml:"link"`
+}
+
+// ReportDef is a report sent after every week or month to the
+// notification sinks of [alarms] (its webhooks and its MQTT broker), as a
+// CSV file plus a link to its page.
+type ReportDef struct {
+	Name string `toml:"name"`
+	// Every is "month" or "week" (ISO weeks, Monday to Monday), local.
+	Every string `toml:"every"`
+	// Energy lists the tags reported as energy; Tags those reported as
+	// minimum, mean and maximum.
+	Energy []string `toml:"energy"`
+	Tags   []string `toml:"tags"`
+	// Tariff names the tariff of costs; "" is the default, "none" none.
+	Tariff string `toml:"tariff"`
+	// Delay waits after the period's end before sending, for late data.
+	Delay Duration `toml:"delay"`
+	// Topic is the MQTT topic; "" is pith/<site>/reports/<name>.
+	Topic string `toml:"topic"`
 }
 
 // TariffDef prices energy in Currency per kWh.
@@ -70,6 +96,7 @@ func (e *Energy) validate(add func(key, format string, args ...any)) {
 			add("energy.timezone", "unknown time zone %q", e.Timezone)
 		}
 	}
+	e.validateReports(add)
 	names := map[string]bool{}
 	finite := func(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 	for i, t := range e.Tariff {
@@ -106,6 +133,44 @@ func (e *Energy) validate(add func(key, format string, args ...any)) {
 					add(bt+".days", "unknown day %q (want mon, tue, wed, thu, fri, sat or sun)", d)
 				}
 			}
+		}
+	}
+}
+
+// validateReports checks [[energy.report]].
+func (e *Energy) validateReports(add func(key, format string, args ...any)) {
+	if e.Link != "" {
+		if u, err := url.Parse(e.Link); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("energy.link", "want an http or https address such as https://pith.example:8080, got %q", e.Link)
+		}
+	}
+	tariffs := map[string]bool{"": true, "none": true}
+	for _, t := range e.Tariff {
+		tariffs[t.Name] = true
+	}
+	names := map[string]bool{}
+	for i, r := range e.Report {
+		at := fmt.Sprintf("energy.report[%d]", i)
+		if err := checkSegment(r.Name); err != nil {
+			add(at+".name", "%v", err)
+		} else if names[r.Name] {
+			add(at+".name", "duplicate report name %q", r.Name)
+		}
+		names[r.Name] = true
+		if r.Every != "month" && r.Every != "week" {
+			add(at+".every", "want month or week, got %q", r.Every)
+		}
+		if len(r.Energy)+len(r.Tags) == 0 {
+			add(at+".energy", "name at least one tag in energy or tags")
+		}
+		if len(r.Energy)+len(r.Tags) > 50 {
+			add(at+".energy", "at most 50 tags in one report")
+		}
+		if !tariffs[r.Tariff] {
+			add(at+".tariff", "no tariff named %q", r.Tariff)
+		}
+		if r.Delay < 0 || r.Delay.Std() > 7*24*time.Hour {
+			add(at+".delay", "want 0s to 168h")
 		}
 	}
 }

@@ -14,6 +14,11 @@ func TestEnergyValidate(t *testing.T) {
 		{"[[energy.tariff]]\nname = \"t\"\n[[energy.tariff.band]]\nfrom = \"07:00\"\nto = \"07:00\"\n", "equals from"},
 		{"[[energy.tariff]]\nname = \"t\"\n[[energy.tariff.band]]\nfrom = \"07:00\"\nto = \"08:00\"\ndays = [\"funday\"]\n", "unknown day"},
 		{"[[energy.tariff]]\nname = \"t\"\ncost = 1.0\n", "cost"},
+		{"[[energy.report]]\nname = \"r\"\nevery = \"day\"\nenergy = [\"a\"]\n", "energy.report[0].every"},
+		{"[[energy.report]]\nname = \"r\"\nevery = \"week\"\n", "energy.report[0].energy"},
+		{"[[energy.report]]\nname = \"r\"\nevery = \"week\"\nenergy = [\"a\"]\ntariff = \"x\"\n", "energy.report[0].tariff"},
+		{"[[energy.report]]\nname = \"r\"\nevery = \"week\"\nenergy = [\"a\"]\n[[energy.report]]\nname = \"r\"\nevery = \"month\"\ntags = [\"b\"]\n", "duplicate report"},
+		{"[energy]\nlink = \"ftp://x\"\n", "energy.link"},
 	} {
 		cfg, err := Parse([]byte(tc.toml))
 		if err == nil {

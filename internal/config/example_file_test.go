@@ -78,6 +78,9 @@ func collectSchemaKeys(out *[]string, path string, t reflect.Type) {
 func collectTreeKeys(present map[string]bool, path string, v any) {
 	switch v := v.(type) {
 	case map[string]any:
+		if path != "" {
+			present[path] = true // a table-valued key (users.ldap.groups) is present with its table
+		}
 		for k, sub := range v {
 			collectTreeKeys(present, joinKey(path, k), sub)
 		}

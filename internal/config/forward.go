@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -56,6 +57,10 @@ type ForwardPostgres struct {
 	Name  string `toml:"name"`
 	URL   string `toml:"url"`   // postgres://user@host:port/db
 	Table string `toml:"table"` // table or schema.table, created when missing
+	// Partition creates the table partitioned by time: "day", "week" or
+	// "month" partitions (pg_partman manages them when installed); ""
+	// creates a plain table.
+	Partition string `toml:"partition"`
 	ForwardQueue
 }
 
@@ -93,6 +98,38 @@ type Central struct {
 	Durable string `toml:"durable"`
 	// Workers is the number of batches consumed and stored at once.
 	Workers int `toml:"workers"`
+	// Partitions splits the sites across that many central Piths by
+	// subject: the NATS servers map pith.<site>.samples to
+	// pith.<site>.samples.<n> with partition(Partitions, 1), and this Pith
+	// consumes pith.*.samples.<Partition> with durable
+	// "<Durable>-p<Partition>". 0 leaves the sites unsplit.
+	Partitions int `toml:"partitions"`
+	// Partition is this Pith's share, 0 to Partitions-1.
+	Partition int `toml:"partition"`
+	// Directory is the JetStream key-value bucket where this Pith
+	// publishes which sites it holds; "" publishes nothing.
+	Directory string `toml:"directory"`
+	// URL is the address users reach this Pith at (http(s)://host:port),
+	// published with its sites so that another central can send a user here.
+	URL string `toml:"url"`
+}
+
+// EffectiveSubjects returns the subjects this Pith consumes: Subjects, or
+// its partition's subject when the sites are split.
+func (c Central) EffectiveSubjects() []string {
+	if c.Partitions > 0 {
+		return []string{"pith.*.samples." + strconv.Itoa(c.Partition)}
+	}
+	return c.Subjects
+}
+
+// EffectiveDurable returns the consumer name: Durable, suffixed with the
+// partition when the sites are split (one consumer per filter subject).
+func (c Central) EffectiveDurable() string {
+	if c.Partitions > 0 {
+		return c.Durable + "-p" + strconv.Itoa(c.Partition)
+	}
+	return c.Durable
 }
 
 // Defaults of Central.
@@ -100,6 +137,10 @@ const (
 	DefaultCentralSubjects = "pith.*.samples"
 	DefaultCentralDurable  = "central"
 	DefaultCentralWorkers  = 2
+	// DefaultCentralDirectory is the key-value bucket of site -> central.
+	DefaultCentralDirectory = "pith_sites"
+	// MaxCentralPartitions bounds central.partitions.
+	MaxCentralPartitions = 1024
 )
 
 // DefaultCentral returns central mode off with the default subjects,
@@ -109,6 +150,8 @@ func DefaultCentral() Central {
 		Subjects: []string{DefaultCentralSubjects},
 		Durable:  DefaultCentralDurable,
 		Workers:  DefaultCentralWorkers,
+
+		Directory: DefaultCentralDirectory,
 	}
 }
 
@@ -170,6 +213,11 @@ func (f *Forward) validate(add func(key, format string, args ...any)) {
 		if schema, table, ok := strings.Cut(x.Table, "."); !isSQLName(schema) || (ok && !isSQLName(table)) {
 			add(at+".table", "want table or schema.table of letters, digits and '_' (not first), got %q", x.Table)
 		}
+		switch x.Partition {
+		case "", "day", "week", "month":
+		default:
+			add(at+".partition", "want \"day\", \"week\", \"month\" or \"\", got %q", x.Partition)
+		}
 	}
 	for i, x := range f.MQTT {
 		at := fmt.Sprintf("forward.mqtt[%d]", i)
@@ -212,6 +260,28 @@ func (c *Central) validate(add func(key, format string, args ...any)) {
 	if c.Workers < 1 || c.Workers > 64 {
 		add("central.workers", "want 1 to 64, got %d", c.Workers)
 	}
+	if c.Partitions < 0 || c.Partitions > MaxCentralPartitions {
+		add("central.partitions", "want 0 to %d, got %d", MaxCentralPartitions, c.Partitions)
+	}
+	if c.Partition < 0 || (c.Partition > 0 && c.Partition >= c.Partitions) {
+		add("central.partition", "want 0 to partitions-1 (%d), got %d", c.Partitions-1, c.Partition)
+	}
+	if c.Directory != "" && !validBucket(c.Directory) {
+		add("central.directory", "want a bucket name of letters, digits, '-' and '_', got %q", c.Directory)
+	}
+	if c.URL != "" && !hasScheme(c.URL, "http://", "https://") {
+		add("central.url", "want http(s)://host:port users reach this Pith at, got %q", c.URL)
+	}
+}
+
+// validBucket reports whether name is a JetStream key-value bucket name.
+func validBucket(name string) bool {
+	for _, r := range name {
+		if !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return name != ""
 }
 
 // checkNATSURLs accepts one or more comma-separated nats:// or tls:// URLs.

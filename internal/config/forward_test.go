@@ -112,6 +112,53 @@ nats = "http://127.0.0.1:4222"
 nats = "nats://127.0.0.1:4222"
 workers = 0
 `, "central.workers"},
+		{"central partitioned", `
+[central]
+nats = "nats://127.0.0.1:4222"
+partitions = 3
+partition = 2
+url = "https://central3.example:8080"
+`, ""},
+		{"central partition past partitions", `
+[central]
+nats = "nats://127.0.0.1:4222"
+partitions = 3
+partition = 3
+`, "central.partition: want 0 to partitions-1 (2), got 3"},
+		{"central partition without partitions", `
+[central]
+nats = "nats://127.0.0.1:4222"
+partition = 1
+`, "central.partition"},
+		{"central negative partitions", `
+[central]
+nats = "nats://127.0.0.1:4222"
+partitions = -1
+`, "central.partitions"},
+		{"central directory", `
+[central]
+nats = "nats://127.0.0.1:4222"
+directory = "a.b"
+`, "central.directory"},
+		{"central url scheme", `
+[central]
+nats = "nats://127.0.0.1:4222"
+url = "central3:8080"
+`, "central.url"},
+		{"postgres partition", `
+[[forward.postgres]]
+name = "p"
+url = "postgres://x@127.0.0.1/db"
+table = "t"
+partition = "hour"
+`, "forward.postgres[0].partition"},
+		{"postgres partition day", `
+[[forward.postgres]]
+name = "p"
+url = "postgres://x@127.0.0.1/db"
+table = "t"
+partition = "day"
+`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.toml))
@@ -122,6 +169,20 @@ workers = 0
 				t.Fatalf("got error %v, want one containing %q", err, tc.err)
 			}
 		})
+	}
+}
+
+// TestCentralPartitionSubjects: a partitioned central consumes its
+// partition's subject under a durable of its own; an unsplit one its
+// subjects under its durable.
+func TestCentralPartitionSubjects(t *testing.T) {
+	c := DefaultCentral()
+	if got := c.EffectiveSubjects(); len(got) != 1 || got[0] != DefaultCentralSubjects || c.EffectiveDurable() != "central" {
+		t.Errorf("unsplit: %v %q", got, c.EffectiveDurable())
+	}
+	c.Partitions, c.Partition = 3, 2
+	if got := c.EffectiveSubjects(); len(got) != 1 || got[0] != "pith.*.samples.2" || c.EffectiveDurable() != "central-p2" {
+		t.Errorf("partition 2 of 3: %v %q", got, c.EffectiveDurable())
 	}
 }
 

@@ -25,6 +25,12 @@ type ModbusClient struct {
 	// Period is the polling period; 0 polls as fast as the device
 	// answers. Default 1s.
 	Period Duration `toml:"period"`
+	// Phase moves the polling ticks from the multiples of Period to
+	// Phase after them. Not a file key: the active box of a redundant
+	// pair polls half a period late when its name sorts after the other
+	// box's, so that the two boxes' polls never fall at the same time
+	// during a step-down's hand-over (docs/redundancy.md).
+	Phase Duration `toml:"-"`
 	// Timeout is how long a request waits for its answer. Default 1s.
 	Timeout Duration `toml:"timeout"`
 	// Pause is a delay between two requests to this station, for devices

@@ -27,12 +27,15 @@ const (
 	OPCUAUInt64  OPCUAType = 9
 	OPCUAFloat   OPCUAType = 10
 	OPCUADouble  OPCUAType = 11
+	// OPCUAString is read into a text tag (one line of UTF-8, see
+	// model.FitText for longer or multi-line strings).
+	OPCUAString OPCUAType = 12
 )
 
 var opcuaTypeNames = map[OPCUAType]string{
 	OPCUABoolean: "Boolean", OPCUASByte: "SByte", OPCUAByte: "Byte", OPCUAInt16: "Int16",
 	OPCUAUInt16: "UInt16", OPCUAInt32: "Int32", OPCUAUInt32: "UInt32", OPCUAInt64: "Int64",
-	OPCUAUInt64: "UInt64", OPCUAFloat: "Float", OPCUADouble: "Double",
+	OPCUAUInt64: "UInt64", OPCUAFloat: "Float", OPCUADouble: "Double", OPCUAString: "String",
 }
 
 // String returns the type's name in the specification's spelling.
@@ -43,8 +46,8 @@ func (t OPCUAType) String() string {
 	return "OPCUAType(" + strconv.Itoa(int(t)) + ")"
 }
 
-// ParseOPCUAType parses a type name, in any case. String and the other
-// non-numeric types are refused with a message saying why.
+// ParseOPCUAType parses a type name, in any case. The other text types
+// and the non-numeric ones are refused with a message saying why.
 func ParseOPCUAType(s string) (OPCUAType, error) {
 	for t, name := range opcuaTypeNames {
 		if strings.EqualFold(s, name) {
@@ -53,11 +56,11 @@ func ParseOPCUAType(s string) (OPCUAType, error) {
 	}
 	switch strings.ToLower(s) {
 	case "":
-		return 0, errors.New("type is empty (want Boolean, SByte, Byte, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float or Double)")
-	case "string", "localizedtext", "bytestring", "xmlelement":
-		return 0, fmt.Errorf("type %s is text, and Pith's tags hold numbers: leave this node out (text tags are not supported yet)", s)
+		return 0, errors.New("type is empty (want Boolean, SByte, Byte, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float, Double or String)")
+	case "localizedtext", "bytestring", "xmlelement":
+		return 0, fmt.Errorf("type %s is not read: only String variables become text tags; leave this node out", s)
 	}
-	return 0, fmt.Errorf("unsupported type %q (want Boolean, SByte, Byte, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float or Double)", s)
+	return 0, fmt.Errorf("unsupported type %q (want Boolean, SByte, Byte, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float, Double or String)", s)
 }
 
 // OPCUATag is one value a station reads, defaults applied and arrays
@@ -139,8 +142,8 @@ func (c *OPCUAClient) expandTags(prefix string) ([]OPCUATag, []error) {
 			if !(v > 0) || math.IsInf(v, 0) || (spec.ServerDeadband == OPCUADeadbandPercent && v > 100) {
 				fail(path+".server_deadband_value", "must be > 0 (and at most 100 for percent), got %v", v)
 			}
-			if typ == OPCUABoolean {
-				fail(path+".server_deadband", "does not apply to Boolean")
+			if typ == OPCUABoolean || typ == OPCUAString {
+				fail(path+".server_deadband", "does not apply to %s", typ)
 			}
 			if spec.Mode == OPCUAModeRead {
 				fail(path+".server_deadband", "applies to monitored items, not to mode = \"read\"")
@@ -148,12 +151,22 @@ func (c *OPCUAClient) expandTags(prefix string) ([]OPCUATag, []error) {
 		default:
 			fail(path+".server_deadband", "unknown deadband %q (want none, absolute or percent)", spec.ServerDeadband)
 		}
-		if typ == OPCUABoolean {
+		if typ == OPCUAString {
+			// A text tag: no arithmetic, no numeric filter, and no write
+			// (the control path carries numbers).
+			if spec.ServerDeadband != OPCUADeadbandNone {
+				fail(path+".server_deadband", "does not apply to String")
+			}
+			if spec.Writable {
+				fail(path+".writable", "does not apply to String: the control path (POST /api/v1/control, rules, schedules) writes numbers")
+			}
+		}
+		if typ == OPCUABoolean || typ == OPCUAString {
 			if spec.Scale != 1 {
-				fail(path+".scale", "does not apply to Boolean")
+				fail(path+".scale", "does not apply to %s", typ)
 			}
 			if spec.Offset != 0 {
-				fail(path+".offset", "does not apply to Boolean")
+				fail(path+".offset", "does not apply to %s", typ)
 			}
 		} else {
 			if spec.Scale == 0 || math.IsNaN(spec.Scale) || math.IsInf(spec.Scale, 0) {
@@ -171,8 +184,8 @@ func (c *OPCUAClient) expandTags(prefix string) ([]OPCUATag, []error) {
 			fail(path+".archive", "%v", err)
 		}
 		switch {
-		case archive == ArchiveDeadband && typ == OPCUABoolean:
-			fail(path+".archive", "deadband does not apply to Boolean")
+		case archive == ArchiveDeadband && (typ == OPCUABoolean || typ == OPCUAString):
+			fail(path+".archive", "deadband does not apply to %s", typ)
 		case archive == ArchiveDeadband && !(spec.Deadband > 0 && !math.IsInf(spec.Deadband, 0)):
 			fail(path+".deadband", "must be a finite number > 0 with archive = \"deadband\"")
 		case archive != ArchiveDeadband && spec.Deadband != 0:

@@ -53,7 +53,11 @@ func TestOPCUAValidation(t *testing.T) {
 	for _, tt := range []struct {
 		name, old, new, want string
 	}{
-		{"string type", `type = "Double"`, `type = "String"`, `opcua.client[0].tags[0].type: type String is text`},
+		{"localized text", `type = "Double"`, `type = "LocalizedText"`, `opcua.client[0].tags[0].type: type LocalizedText is not read: only String`},
+		{"string writable", `type = "Double"`, `type = "String", writable = true`, `tags[0].writable: does not apply to String: the control path`},
+		{"string scale", `type = "Double"`, `type = "String", scale = 2.0`, `tags[0].scale: does not apply to String`},
+		{"string deadband", `type = "Double"`, `type = "String", server_deadband = "absolute", server_deadband_value = 1.0`, `server_deadband: does not apply to String`},
+		{"string archive deadband", `type = "Double"`, `type = "String", archive = "deadband", deadband = 1.0`, `archive: deadband does not apply to String`},
 		{"unknown type", `type = "Double"`, `type = "DateTime"`, `unsupported type "DateTime"`},
 		{"bad node", `node = "ns=1;s=Speed"`, `node = "ns=x;s=Speed"`, `tags[0].node: node id "ns=x;s=Speed": namespace index`},
 		{"node kind", `node = "ns=1;s=Speed"`, `node = "ns=1;q=1"`, `unknown identifier type "q"`},
@@ -105,5 +109,16 @@ func TestCheckOPCUANodeID(t *testing.T) {
 		if err := CheckOPCUANodeID(s); err == nil {
 			t.Errorf("%q accepted", s)
 		}
+	}
+}
+
+func TestOPCUAStringTag(t *testing.T) {
+	cfg, err := Parse([]byte(strings.Replace(opcuaStation, `type = "Double"`, `type = "string", mode = "read", archive = "all"`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags, err := cfg.OPCUA.Clients[0].ExpandedTags()
+	if err != nil || len(tags) != 1 || tags[0].Type != OPCUAString || tags[0].Type.String() != "String" || tags[0].Archive != ArchiveAll {
+		t.Fatalf("got %+v, %v", tags, err)
 	}
 }

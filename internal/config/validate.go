@@ -34,6 +34,7 @@ func (c *Config) Validate() error {
 	validatePromQL(c.PromQL, add)
 	c.Forward.validate(add)
 	c.Central.validate(add)
+	c.Redundancy.validate(add)
 	c.Sparkplug.validate(add)
 	c.validateProcess(add)
 	if c.Ingest.NewTagsPerMinute < 1 {

@@ -13,6 +13,14 @@ import (
 
 // fakeAPI answers the inner reads with the path and query it saw.
 var fakeAPI = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/api/v1/alarms" {
+		if r.URL.RawQuery != "all=1" {
+			io.WriteString(w, `{"alarms":[{"id":"history leaked"}]}`)
+			return
+		}
+		io.WriteString(w, `{"alarms":[{"id":"boiler.hot","tag":"a.x","state":"acknowledged","acked_by":"otto"},{"id":"other","tag":"secret","state":"active"}]}`)
+		return
+	}
 	if r.URL.Path == "/api/v1/tags" {
 		io.WriteString(w, `{"tags":[{"name":"a.x","first":1,"last":2,"unit":"W"},{"name":"secret","first":1,"last":2}]}`)
 		return
@@ -180,6 +188,8 @@ func TestBadDocuments(t *testing.T) {
 		{`{"id":"import","title":"x"}`, "id \"import\""},
 		{`{"title":"x\u0000"}`, "control character"},
 		{`{"title":"x"} {}`, "after the document"},
+		{w(`{"id":"a","type":"value","x":0,"y":0,"w":3,"h":1,"tags":["t"],"color_by":"alarm"}`), "only a lamp"},
+		{w(`{"id":"a","type":"lamp","x":0,"y":0,"w":3,"h":1,"tags":["t"],"color_by":"mood"}`), "color_by \"mood\""},
 	} {
 		code, body := do(t, h, "POST", "/api/v1/dashboards", tc.body)
 		if code != 400 || !strings.Contains(body, tc.want) {
@@ -219,4 +229,24 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPublicAlarms: a public page reads the current state of the alarms of
+// its own tags only, never the history, and not who acknowledged them.
+func TestPublicAlarms(t *testing.T) {
+	st, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewHandler(st, fakeAPI, fakePage, nil)
+	d, err := st.Create(&Dashboard{Title: "lamp", Public: true, Widgets: []Widget{
+		{ID: "l", Type: "lamp", X: 0, Y: 0, W: 3, H: 2, Tags: []string{"a.x"}, ColorBy: "alarm"}}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body := do(t, h, "GET", "/d/"+d.Token+"/api/v1/alarms?history=1&from=0", "")
+	if code != 200 || !strings.Contains(body, `"boiler.hot"`) || strings.Contains(body, "other") ||
+		strings.Contains(body, "otto") || strings.Contains(body, "history") {
+		t.Fatalf("public alarms: %d %s", code, body)
+	}
 }

@@ -6,13 +6,16 @@
 package dashboard
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/pith-historian/pith/internal/docstore"
 )
+
+// DocKind names dashboards among the documents forwarded to a central Pith.
+const DocKind = "dashboard"
 
 // Schema is the version of the document format this package writes.
 const Schema = 1
@@ -72,6 +75,7 @@ type Widget struct {
 	OnValue  *float64 `json:"on_value,omitempty"` // switch: the value written for on (default 1)
 	Confirm  *bool    `json:"confirm,omitempty"`  // setpoint and switch: ask before writing (default true)
 	View     string   `json:"view,omitempty"`     // energy: energy, solar, heatpump
+	ColorBy  string   `json:"color_by,omitempty"` // lamp: limits (default) or alarm (the state of the tag's alarms)
 }
 
 // Types are the widget types.
@@ -95,19 +99,7 @@ var durRE = regexp.MustCompile(`^[0-9]{1,5}(m|h|d|w|mo|y)$`)
 
 // Decode reads a document strictly: unknown fields are errors naming them.
 func Decode(b []byte) (*Dashboard, error) {
-	if len(b) > MaxBytes {
-		return nil, fmt.Errorf("dashboard is %d bytes, at most %d", len(b), MaxBytes)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var d Dashboard
-	if err := dec.Decode(&d); err != nil {
-		return nil, fmt.Errorf("decode dashboard: %w", err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("decode dashboard: data after the document")
-	}
-	return &d, nil
+	return docstore.Decode[Dashboard](b, "dashboard", MaxBytes)
 }
 
 // Check reports the first problem of d, naming its field.
@@ -217,6 +209,15 @@ func (w *Widget) check() error {
 	case "", "energy", "solar", "heatpump":
 	default:
 		return fmt.Errorf("view %q: want energy, solar or heatpump", w.View)
+	}
+	switch w.ColorBy {
+	case "", "limits":
+	case "alarm":
+		if w.Type != "lamp" {
+			return fmt.Errorf("color_by %q: only a lamp takes its colour from alarms", w.ColorBy)
+		}
+	default:
+		return fmt.Errorf("color_by %q: want limits or alarm", w.ColorBy)
 	}
 	if w.Bins < 0 || w.Bins > 100 {
 		return fmt.Errorf("bins %d: want 0 to 100", w.Bins)

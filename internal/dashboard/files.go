@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pith-historian/pith/internal/atomicfile"
+	"github.com/pith-historian/pith/internal/docstore"
 )
 
 // Dir is the folder of the data directory that holds the dashboards, one
@@ -36,9 +37,24 @@ type Store struct {
 	dir string
 	now func() time.Time
 
-	mu     sync.RWMutex
-	boards map[string]*Dashboard
-	tokens map[string]string // public token -> id
+	mu       sync.RWMutex
+	boards   map[string]*Dashboard
+	tokens   map[string]string // public token -> id
+	onChange func()            // called after every save and delete, under mu: must not block
+}
+
+// OnChange sets f to be called after every save and delete (with the
+// store locked: f must return at once, e.g. by signalling a channel).
+func (s *Store) OnChange(f func()) {
+	s.mu.Lock()
+	s.onChange = f
+	s.mu.Unlock()
+}
+
+func (s *Store) changed() {
+	if s.onChange != nil {
+		s.onChange()
+	}
 }
 
 // Open loads the dashboards of dataDir/dashboards, creating the folder.
@@ -143,7 +159,7 @@ func (s *Store) Create(d *Dashboard, rename bool) (*Dashboard, error) {
 	defer s.mu.Unlock()
 	c := *d
 	if c.ID == "" {
-		c.ID, rename = slug(c.Title), true
+		c.ID, rename = docstore.Slug(c.Title, "dashboard"), true
 		if !ValidID(c.ID) {
 			c.ID = "dashboard-" + c.ID
 		}
@@ -201,6 +217,7 @@ func (s *Store) Delete(id string) error {
 	}
 	delete(s.boards, id)
 	delete(s.tokens, d.Token)
+	s.changed()
 	return nil
 }
 
@@ -235,6 +252,7 @@ func (s *Store) save(c *Dashboard) (*Dashboard, error) {
 	if c.Token != "" {
 		s.tokens[c.Token] = c.ID
 	}
+	s.changed()
 	return c, nil
 }
 
@@ -245,31 +263,6 @@ func newToken() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-// slug makes an id from a title: lower-case letters and digits, other runs
-// as one '-'.
-func slug(title string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(title) {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
-			if dash && b.Len() > 0 {
-				b.WriteByte('-')
-			}
-			b.WriteRune(r)
-			dash = false
-		} else {
-			dash = true
-		}
-		if b.Len() >= 60 {
-			break
-		}
-	}
-	if b.Len() == 0 {
-		return "dashboard"
-	}
-	return b.String()
 }
 
 func trimTo(s string, n int) string {

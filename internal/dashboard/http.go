@@ -215,7 +215,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // publicReads are the API reads a public page may make, each limited to
 // the dashboard's tags.
 var publicReads = map[string]bool{"/api/v1/latest": true, "/api/v1/data": true, "/api/v1/tags": true,
-	"/api/v1/energy": true, "/api/v1/histogram": true}
+	"/api/v1/energy": true, "/api/v1/histogram": true, "/api/v1/alarms": true}
 
 // maxPublicPoints bounds a public page's data answers.
 const maxPublicPoints = 5000
@@ -273,18 +273,27 @@ func (h *Handler) publicRead(w http.ResponseWriter, r *http.Request, d *Dashboar
 				return
 			}
 		}
-	case "/api/v1/tags":
-		// Answered below from the full list, filtered.
+	case "/api/v1/tags", "/api/v1/alarms":
+		// Answered below from the full list, filtered; alarms: current
+		// states only (every alarm, normal ones too), never the history.
+		q = url.Values{}
+		if path == "/api/v1/alarms" {
+			q.Set("all", "1")
+		}
 	}
 	r2 := r.Clone(r.Context())
 	r2.URL = &url.URL{Path: path, RawQuery: q.Encode()}
 	r2.RequestURI = r2.URL.RequestURI()
-	if path != "/api/v1/tags" {
+	if path != "/api/v1/tags" && path != "/api/v1/alarms" {
 		h.inner.ServeHTTP(w, r2)
 		return
 	}
 	rec := &bufWriter{h: http.Header{}, code: http.StatusOK}
 	h.inner.ServeHTTP(rec, r2)
+	if path == "/api/v1/alarms" {
+		h.publicAlarms(w, rec, tags)
+		return
+	}
 	var all struct {
 		Tags []map[string]any `json:"tags"`
 	}
@@ -299,6 +308,27 @@ func (h *Handler) publicRead(w http.ResponseWriter, r *http.Request, d *Dashboar
 		}
 	}
 	writeDoc(w, http.StatusOK, map[string]any{"tags": out})
+}
+
+// publicAlarms answers a public page's GET /api/v1/alarms: the current
+// state of the alarms watching the dashboard's tags, without who
+// acknowledged them.
+func (h *Handler) publicAlarms(w http.ResponseWriter, rec *bufWriter, tags map[string]bool) {
+	var all struct {
+		Alarms []map[string]any `json:"alarms"`
+	}
+	if rec.code != http.StatusOK || json.Unmarshal(rec.buf.Bytes(), &all) != nil {
+		writeErr(w, http.StatusBadGateway, "read alarms")
+		return
+	}
+	out := []map[string]any{}
+	for _, a := range all.Alarms {
+		if tag, _ := a["tag"].(string); tags[tag] {
+			delete(a, "acked_by")
+			out = append(out, a)
+		}
+	}
+	writeDoc(w, http.StatusOK, map[string]any{"alarms": out})
 }
 
 // bufWriter keeps an inner answer to filter it.

@@ -8,8 +8,9 @@
 // the figures that move quickly and matter during a FREEZE (the archive
 // queue, request and update rates), every Interval (10 s) the rest (store
 // size, process figures). Each reading becomes ordinary tags in the tag
-// table, archived like any other tag, and the same values are served at
-// /metrics in the Prometheus text format.
+// table (current values every second, archived on change at every slow
+// reading), and the same values are served at /metrics in the Prometheus
+// text format.
 package diag
 
 import (
@@ -21,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pith-historian/pith/internal/clock"
 	"github.com/pith-historian/pith/internal/model"
 
 	"github.com/pith-historian/pith/internal/archive"
@@ -223,7 +225,7 @@ func (c *Collector) SetReady(ok bool) { c.ready.Store(ok) }
 
 func (c *Collector) loop() {
 	defer close(c.done)
-	fast := time.NewTicker(c.opts.FastInterval)
+	fast := clock.NewAligned(c.opts.FastInterval)
 	defer fast.Stop()
 	every := int(c.opts.Interval / c.opts.FastInterval)
 	c.Collect(true)
@@ -232,6 +234,7 @@ func (c *Collector) loop() {
 		case <-c.stop:
 			return
 		case <-fast.C:
+			fast.Next()
 		}
 		c.Collect(n%every == 0)
 	}
@@ -250,6 +253,15 @@ func (c *Collector) Collect(slow bool) {
 	if slow {
 		c.pass(&r, 1, true)
 		c.cost = time.Since(start)
+	} else {
+		// Between slow readings the fast figures only set the current
+		// values: archiving them every second was two WAL commits (each
+		// with its fsync) per second of an idle Pith, and the rates
+		// counted those very writes, so they never settled. The slow
+		// reading archives every figure that changed.
+		for i := range c.batch {
+			c.batch[i].NoArchive = true
+		}
 	}
 	if c.src.Sink != nil && len(c.batch) > 0 {
 		c.src.Sink.Update(c.batch)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pith-historian/pith/internal/archive"
+	"github.com/pith-historian/pith/internal/model"
 	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
 )
@@ -279,3 +280,66 @@ type fakeBudget struct{ inUse, refused int64 }
 
 func (b fakeBudget) InUse() int64   { return b.inUse }
 func (b fakeBudget) Refused() int64 { return b.refused }
+
+// recSink records what the tag table hands to the archive.
+type recSink struct{ pts []model.Point }
+
+func (s *recSink) Enqueue(pts []model.Point) bool {
+	s.pts = append(s.pts, pts...)
+	return true
+}
+
+func (s *recSink) Write(_ context.Context, pts []model.Point) error {
+	s.Enqueue(pts)
+	return nil
+}
+
+// TestFastReadingsNotArchived: the fast clock sets current values only;
+// the slow clock archives what changed. Archiving every second kept an
+// idle Pith committing its WAL twice a second.
+func TestFastReadingsNotArchived(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	q := &fakeQueue{}
+	sink := &recSink{}
+	tab := tag.New(nil, tag.DefaultOptions(), sink)
+	c := New(Sources{Store: &fakeStore{disk: 1}, Archive: q, Tags: tab, Sink: tab}, nil, Options{Now: clk.now})
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.Stop() // its goroutine took the first reading
+	c.Collect(true)
+	first := len(sink.pts)
+	if first == 0 {
+		t.Fatal("the slow reading archived nothing")
+	}
+	archived := func(name string) []model.Point {
+		var out []model.Point
+		for _, p := range sink.pts {
+			if p.Tag == name {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	for i := 1; i < 10; i++ {
+		q.s.Pending = int64(i)
+		clk.t = clk.t.Add(time.Second)
+		c.Collect(false)
+		if v, err := tab.Latest("pith.sys.archive.pending"); err != nil || v[0].V != float64(i) {
+			t.Fatalf("second %d: current pending = %+v, %v", i, v, err)
+		}
+	}
+	if len(sink.pts) != first {
+		t.Fatalf("fast readings archived %d values", len(sink.pts)-first)
+	}
+	clk.t = clk.t.Add(time.Second)
+	c.Collect(true)
+	got := archived("pith.sys.archive.pending")
+	if len(got) != 2 || got[0].V != 0 || got[1].V != 9 || got[1].T != clk.t.UnixMilli() {
+		t.Fatalf("archived pending = %+v, want 0 then 9 at the slow reading", got)
+	}
+	// An unchanged figure is not archived again.
+	if n := len(archived("pith.sys.archive.frozen")); n != 1 {
+		t.Fatalf("archive.frozen archived %d times, want once", n)
+	}
+}

@@ -79,7 +79,11 @@ func RunFreeze(ctx context.Context, q Freezer, o FreezeOptions, emit func(Freeze
 	sum := FreezeSummary{Phase: "summary"}
 	s0 := q.Stats()
 	start := time.Now()
-	q.Freeze(o.Freeze)
+	// This loop thaws the queue (Thaw below, or abort); the queue's own
+	// deadline, a little later, only guards against a run that never
+	// ends. Were it the same, a tick that a loaded machine runs late would
+	// see the queue already draining and report it as frozen.
+	q.Freeze(o.Freeze + o.Tick + time.Second)
 	last, lastT := s0, start
 	tick := func(phase string, now time.Time, s archive.Stats) error {
 		dt := now.Sub(lastT).Seconds()

@@ -117,3 +117,10 @@ func Edges(from, to int64, u Unit, loc *time.Location) ([]int64, error) {
 	}
 	return e, nil
 }
+
+// Period returns the local calendar bucket of unit u holding t, as Unix
+// ms [start, end): a day, an ISO week from Monday, a month, ... in loc.
+func Period(t time.Time, u Unit, loc *time.Location) (int64, int64) {
+	s := floorLocal(t, u, loc)
+	return s.UnixMilli(), nextLocal(s, u, loc).UnixMilli()
+}

@@ -12,7 +12,7 @@ import (
 
 // openStore returns a real store holding pts, flushed to run files so
 // that queries go through the rollup tiers.
-func openStore(t *testing.T, pts []model.Point) *store.DB {
+func openStore(t testing.TB, pts []model.Point) *store.DB {
 	t.Helper()
 	opts := store.DefaultOptions()
 	opts.Logger = slog.New(slog.DiscardHandler)

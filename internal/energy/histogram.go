@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/pith-historian/pith/internal/model"
+	"github.com/pith-historian/pith/internal/store"
 )
 
 // Histogram is the time a tag spent in each band of its value.
@@ -24,11 +25,17 @@ type HistogramOptions struct {
 	Bins   int
 	Lo, Hi float64
 	Range  bool  // Lo and Hi are set
-	Res    int64 // slot width in ms; 0 picks the finest rollup tier giving at most MaxSlots slots
+	Res    int64 // slot width in ms; 0 picks the finest rollup tier giving at most DefaultSlots slots
 }
 
 // MaxSlots bounds the slots of one histogram.
 const MaxSlots = 200_000
+
+// DefaultSlots bounds the slots of the default resolution: the finest
+// rollup tier giving fewer slots. A year is cut into 30-minute slots,
+// 17,520 rollup cells per aggregate read, which a small board reads in
+// tens of milliseconds; a finer res= asks for more.
+const DefaultSlots = 20_000
 
 // slotWidths are the rollup tiers' cell widths: slots of these widths
 // answer from whole cells.
@@ -55,7 +62,7 @@ func ComputeHistogram(q Queries, tag string, from, to int64, o HistogramOptions)
 	if res == 0 {
 		res = slotWidths[len(slotWidths)-1]
 		for _, w := range slotWidths {
-			if span/w <= MaxSlots {
+			if span/w < DefaultSlots { // one more slot when from is not on a multiple of w
 				res = w
 				break
 			}
@@ -64,9 +71,19 @@ func ComputeHistogram(q Queries, tag string, from, to int64, o HistogramOptions)
 	if res < 1000 {
 		return nil, fmt.Errorf("res must be at least 1000 ms, got %d", res)
 	}
-	n := int(ceilDiv(span, res))
+	// Slots lie on multiples of res (Unix ms), as rollup cells do, so
+	// that a whole slot is whole cells; the first and last are cut by
+	// from and to.
+	base := floorDiv(from, res) * res
+	n := int(ceilDiv(to-base, res))
 	if n > MaxSlots {
 		return nil, fmt.Errorf("%d slots of %d ms: more than %d, choose a larger res or a shorter period", n, res, MaxSlots)
+	}
+	edge := func(i int) int64 {
+		if i == 0 {
+			return from
+		}
+		return min(to, base+int64(i)*res)
 	}
 	lo, hi := o.Lo, o.Hi
 	if !o.Range {
@@ -89,15 +106,10 @@ func ComputeHistogram(q Queries, tag string, from, to int64, o HistogramOptions)
 	}
 	h.Edges[o.Bins] = hi
 	bin := func(v float64) int { return binOf(v, lo, hi, o.Bins) }
-	mins, err := q.Aggregate(tag, from, to, n, model.AggMin)
+	mins, maxs, err := slotRange(q, tag, n, edge)
 	if err != nil {
 		return nil, err
 	}
-	maxs, err := q.Aggregate(tag, from, to, n, model.AggMax)
-	if err != nil {
-		return nil, err
-	}
-	edge := func(i int) int64 { return from + ceilDiv(int64(i)*span, int64(n)) }
 	for i := 0; i < n; {
 		a, b := edge(i), edge(i+1)
 		if !mins[i].OK {
@@ -123,6 +135,43 @@ func ComputeHistogram(q Queries, tag string, from, to int64, o HistogramOptions)
 		i = j
 	}
 	return h, nil
+}
+
+// slotRange returns the minimum and maximum of each of the n slots whose
+// edges edge gives: the whole slots between the first and the last in
+// one equal-width read of each aggregate, the first and last alone.
+func slotRange(q Queries, tag string, n int, edge func(int) int64) (mins, maxs []store.Bucket, err error) {
+	mins, maxs = make([]store.Bucket, 0, n), make([]store.Bucket, 0, n)
+	read := func(i, j int) error { // slots [i, j) of equal width
+		a, err := q.Aggregate(tag, edge(i), edge(j), j-i, model.AggMin)
+		if err != nil {
+			return err
+		}
+		b, err := q.Aggregate(tag, edge(i), edge(j), j-i, model.AggMax)
+		if err != nil {
+			return err
+		}
+		mins, maxs = append(mins, a...), append(maxs, b...)
+		return nil
+	}
+	if err := read(0, 1); err != nil || n == 1 {
+		return mins, maxs, err
+	}
+	if n > 2 {
+		if err := read(1, n-1); err != nil {
+			return nil, nil, err
+		}
+	}
+	return mins, maxs, read(n-1, n)
+}
+
+// floorDiv is a / b rounded down, for b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
 }
 
 // split adds slots [i, j) from their raw samples.

@@ -8,11 +8,18 @@ import (
 	"github.com/pith-historian/pith/internal/model"
 )
 
-// naiveHistogram is the model: every slot from its raw samples alone.
+// naiveHistogram is the model: every slot (on multiples of res, the first
+// and last cut by from and to) from its raw samples alone.
 func naiveHistogram(pts []model.Point, from, to, res int64, vlo, vhi float64, bins int) (ms []int64, noData int64) {
 	ms = make([]int64, bins)
-	n := int(ceilDiv(to-from, res))
-	edge := func(i int) int64 { return from + ceilDiv(int64(i)*(to-from), int64(n)) }
+	base := from / res * res // from > 0 in these tests
+	n := int(ceilDiv(to-base, res))
+	edge := func(i int) int64 {
+		if i == 0 {
+			return from
+		}
+		return min(to, base+int64(i)*res)
+	}
 	for i := 0; i < n; i++ {
 		a, b := edge(i), edge(i+1)
 		lo := sort.Search(len(pts), func(k int) bool { return pts[k].T >= a })
@@ -61,6 +68,7 @@ func TestHistogramAgainstModel(t *testing.T) {
 		{"boiler.load", slow, 0, 0, 100, 20},
 		{"noise", noisy, 300_000, 0, 100, 4},
 		{"noise", noisy, 10_000, 20, 80, 3},
+		{"boiler.load", slow, 7 * 60_000, 0, 100, 10}, // slots of no rollup tier
 	} {
 		h, err := ComputeHistogram(db, tc.tag, from, to, HistogramOptions{Bins: tc.bins, Lo: tc.lo, Hi: tc.hi, Range: true, Res: tc.res})
 		if err != nil {
@@ -78,5 +86,28 @@ func TestHistogramAgainstModel(t *testing.T) {
 			t.Errorf("%s: no data %d (want %d), total %d of %d", tc.tag, h.NoData, noData, total+h.NoData, to-from)
 		}
 		t.Logf("%s res %d: %d slots from rollups, %d split", tc.tag, h.Res, h.Exact, h.Split)
+	}
+}
+
+// BenchmarkHistogramYear is the histogram widget's read: a year of a
+// value stepping every hour, one sample a minute, 10 bins, the default
+// resolution, the period ending at an instant not on a slot edge (as a
+// browser's Date.now()). Run: go test -run x -bench HistogramYear ./internal/energy
+func BenchmarkHistogramYear(b *testing.B) {
+	const minute = 60_000
+	to := int64(1_780_000_000_000) + 12_345
+	from := to - 365*24*hourMs
+	var pts []model.Point
+	for ts := from / minute * minute; ts < to; ts += minute {
+		pts = append(pts, model.Point{Tag: "room.temp", T: ts, V: 18 + float64((ts/hourMs)%24)/4})
+	}
+	db := openStore(b, pts)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h, err := ComputeHistogram(db, "room.temp", from, to, HistogramOptions{Bins: 10})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(h.Split), "split_slots")
 	}
 }

@@ -3,6 +3,7 @@ package energy
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -395,7 +396,7 @@ func (h *Handler) report(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 			name := "pith-report-" + time.UnixMilli(rep.From).In(loc).Format("2006-01-02") + ".csv"
 			w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
-			return writeReportCSV(w, rep, loc, tr)
+			return WriteReportCSV(w, rep, loc, tr)
 		}
 		writeJSON(w, reportJSON(rep, loc, tr))
 		return nil
@@ -473,10 +474,10 @@ func reportJSON(rep *Report, loc *time.Location, tr *Tariff) map[string]any {
 
 func fmtNum(f float64) string { return strconv.FormatFloat(round(f), 'f', -1, 64) }
 
-// writeReportCSV writes the report as one table a spreadsheet opens: a row
+// WriteReportCSV writes the report as one table a spreadsheet opens: a row
 // per day with each energy tag's kWh (and cost), then totals, the previous
 // period, the change and the peaks, then a table of the other tags.
-func writeReportCSV(w http.ResponseWriter, rep *Report, loc *time.Location, tr *Tariff) error {
+func WriteReportCSV(w io.Writer, rep *Report, loc *time.Location, tr *Tariff) error {
 	c := newCSVWriter(w)
 	c.text("date")
 	for _, e := range rep.Energy {

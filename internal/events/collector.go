@@ -18,6 +18,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/pith-historian/pith/internal/clock"
 	"github.com/pith-historian/pith/internal/store/vfs"
 	"github.com/pith-historian/pith/internal/store/wal"
 )
@@ -602,7 +603,7 @@ const smallRequest = 16
 // tickLoop hands out per-minute counts and forgets expired ids.
 func (c *Collector) tickLoop() {
 	defer close(c.tickDone)
-	t := time.NewTicker(time.Second)
+	t := clock.NewAligned(time.Second)
 	defer t.Stop()
 	var lastBacklog time.Time
 	for {
@@ -611,6 +612,7 @@ func (c *Collector) tickLoop() {
 			c.flushCounts(true)
 			return
 		case <-t.C:
+			t.Next()
 			if c.opts.OnBacklog != nil {
 				if now := c.opts.Now(); now.Sub(lastBacklog) >= c.opts.BacklogEvery {
 					lastBacklog = now

@@ -9,7 +9,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -313,7 +315,9 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 }
 
 func TestOverloadAnswers503(t *testing.T) {
-	fsys := vfs.NewFaultFS()
+	// The sink cannot open a file until the end, so the queue does not
+	// drain during the test: once full it stays full.
+	fsys := &stalledFS{FS: vfs.NewFaultFS(), release: make(chan struct{}), stalled: make(chan struct{}, 1)}
 	opts := testOptions(fsys)
 	opts.MaxQueueBytes = 300
 	opts.RotateEvery = time.Hour
@@ -322,9 +326,10 @@ func TestOverloadAnswers503(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	defer close(fsys.release) // before Close, which delivers the queue
 	h := c.Handler()
 	var codes []int
-	for range 6 {
+	for i := range 6 {
 		req := httptest.NewRequest("POST", "/api/v1/events", strings.NewReader(`{"name":"a","str":{"pad":"`+strings.Repeat("x", 100)+`"}}`))
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -332,10 +337,35 @@ func TestOverloadAnswers503(t *testing.T) {
 		if rec.Code == 503 && rec.Header().Get("Retry-After") != "1" {
 			t.Errorf("503 without Retry-After: %v", rec.Header())
 		}
+		if i == 0 {
+			// The sink loop took the first record and waits on the
+			// disk: it still counts, but the queue is empty, and an
+			// empty queue takes one record whatever its size.
+			<-fsys.stalled
+		}
 	}
-	if codes[0] != 200 || codes[len(codes)-1] != 503 {
-		t.Errorf("codes %v: want 200 first and 503 once the queue is full", codes)
+	if want := []int{200, 200, 503, 503, 503, 503}; !slices.Equal(codes, want) {
+		t.Errorf("codes %v, want %v: 503 once the queue is full, and while it stays full", codes, want)
 	}
+}
+
+// stalledFS makes the opening of a sink file wait until release is
+// closed: the sink loop stops at its first record.
+type stalledFS struct {
+	vfs.FS
+	release chan struct{}
+	stalled chan struct{} // told when the sink waits
+}
+
+func (f *stalledFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	if isSinkFile(name) {
+		select {
+		case f.stalled <- struct{}{}:
+		default:
+		}
+		<-f.release
+	}
+	return f.FS.OpenFile(name, flag, perm)
 }
 
 func TestSinkRetriesAfterFailure(t *testing.T) {

@@ -14,13 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protodesc"
-	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/types/descriptorpb"
-	"google.golang.org/protobuf/types/dynamicpb"
 )
 
 // Hamustro compatibility (POST /api/v1/track): Hamustro's clients post a
@@ -201,139 +195,6 @@ func eachField(b []byte, fn func(num protowire.Number, typ protowire.Type, v []b
 	return nil
 }
 
-// hamustroFile describes payload.proto, for the JSON form (decoded by
-// protojson, as Hamustro's jsonpb did) and for tests.
-var hamustroFile = func() protoreflect.FileDescriptor {
-	str := func(name string, num int32, label descriptorpb.FieldDescriptorProto_Label) *descriptorpb.FieldDescriptorProto {
-		return &descriptorpb.FieldDescriptorProto{Name: proto.String(name), Number: proto.Int32(num), Label: label.Enum(),
-			Type: descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum()}
-	}
-	typed := func(f *descriptorpb.FieldDescriptorProto, t descriptorpb.FieldDescriptorProto_Type, typeName string) *descriptorpb.FieldDescriptorProto {
-		f.Type = t.Enum()
-		if typeName != "" {
-			f.TypeName = proto.String(typeName)
-		}
-		return f
-	}
-	req, opt, rep := descriptorpb.FieldDescriptorProto_LABEL_REQUIRED, descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL, descriptorpb.FieldDescriptorProto_LABEL_REPEATED
-	var envValues []*descriptorpb.EnumValueDescriptorProto
-	for i, n := range hamEnvs {
-		envValues = append(envValues, &descriptorpb.EnumValueDescriptorProto{Name: proto.String(n), Number: proto.Int32(int32(i))})
-	}
-	coll := []*descriptorpb.FieldDescriptorProto{
-		str("device_id", 1, req), str("client_id", 2, req), str("session", 3, req), str("system_version", 4, req),
-		str("product_version", 5, req), typed(str("env", 6, req), descriptorpb.FieldDescriptorProto_TYPE_ENUM, ".Environment"),
-	}
-	for n := 7; n <= 14; n++ {
-		coll = append(coll, str(hamCollectionStr[n], int32(n), opt))
-	}
-	coll = append(coll, typed(str("payloads", 15, rep), descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, ".Payload"))
-	pay := []*descriptorpb.FieldDescriptorProto{
-		typed(str("at", 1, req), descriptorpb.FieldDescriptorProto_TYPE_UINT64, ""),
-		str("event", 2, req),
-		typed(str("nr", 3, req), descriptorpb.FieldDescriptorProto_TYPE_UINT32, ""),
-	}
-	for n := 4; n <= 8; n++ {
-		pay = append(pay, str(hamPayloadStr[n], int32(n), opt))
-	}
-	pay = append(pay, typed(str("parameters", 9, rep), descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, ".Parameter"))
-	fd := &descriptorpb.FileDescriptorProto{
-		Name:     proto.String("hamustro/payload.proto"),
-		Syntax:   proto.String("proto2"),
-		EnumType: []*descriptorpb.EnumDescriptorProto{{Name: proto.String("Environment"), Value: envValues}},
-		MessageType: []*descriptorpb.DescriptorProto{
-			{Name: proto.String("Payload"), Field: pay},
-			{Name: proto.String("Collection"), Field: coll},
-			{Name: proto.String("Parameter"), Field: []*descriptorpb.FieldDescriptorProto{str("name", 1, req), str("value", 2, req)}},
-		},
-	}
-	f, err := protodesc.NewFile(fd, nil)
-	if err != nil {
-		panic("hamustro descriptor: " + err.Error())
-	}
-	return f
-}()
-
-// hamustroCollection is the Collection message descriptor.
-var hamustroCollection = hamustroFile.Messages().ByName("Collection")
-
-// decodeHamustroJSON parses the JSON form of a Collection (field names as
-// in the .proto or in lowerCamelCase, 64-bit numbers as numbers or
-// strings, the enum by name or number), as Hamustro's jsonpb did.
-func decodeHamustroJSON(b []byte) (*hamCollection, error) {
-	m := dynamicpb.NewMessage(hamustroCollection)
-	if err := (protojson.UnmarshalOptions{AllowPartial: true}).Unmarshal(b, m); err != nil {
-		return nil, err
-	}
-	return hamFromMessage(m), nil
-}
-
-// hamFromMessage converts a Collection message to a hamCollection.
-func hamFromMessage(m protoreflect.Message) *hamCollection {
-	c := &hamCollection{}
-	fields := m.Descriptor().Fields()
-	for n := protowire.Number(1); n <= 15; n++ {
-		fd := fields.ByNumber(n)
-		if !m.Has(fd) {
-			continue
-		}
-		c.has |= 1 << n
-		switch n {
-		case 6:
-			c.env = int32(m.Get(fd).Enum())
-		case 15:
-			l := m.Get(fd).List()
-			for i := range l.Len() {
-				c.payloads = append(c.payloads, hamPayloadFromMessage(l.Get(i).Message()))
-			}
-		default:
-			c.str[n] = m.Get(fd).String()
-		}
-	}
-	return c
-}
-
-func hamPayloadFromMessage(m protoreflect.Message) hamPayload {
-	var p hamPayload
-	fields := m.Descriptor().Fields()
-	for n := protowire.Number(1); n <= 9; n++ {
-		fd := fields.ByNumber(n)
-		if !m.Has(fd) {
-			continue
-		}
-		p.has |= 1 << n
-		switch n {
-		case 1:
-			p.at = m.Get(fd).Uint()
-		case 2:
-			p.event = m.Get(fd).String()
-		case 3:
-			p.nr = uint32(m.Get(fd).Uint())
-		case 9:
-			l := m.Get(fd).List()
-			for i := range l.Len() {
-				pm := l.Get(i).Message()
-				pf := pm.Descriptor().Fields()
-				var q hamParam
-				for k := protowire.Number(1); k <= 2; k++ {
-					if f := pf.ByNumber(k); pm.Has(f) {
-						q.has |= 1 << k
-						if k == 1 {
-							q.name = pm.Get(f).String()
-						} else {
-							q.value = pm.Get(f).String()
-						}
-					}
-				}
-				p.params = append(p.params, q)
-			}
-		default:
-			p.str[n] = m.Get(fd).String()
-		}
-	}
-	return p
-}
-
 // hamustroSession is the session Hamustro requires:
 // md5hex(device_id ":" client_id ":" system_version ":" product_version).
 func hamustroSession(device, client, systemVersion, productVersion string) string {
@@ -352,12 +213,12 @@ func hamustroSession(device, client, systemVersion, productVersion string) strin
 func (c *hamCollection) events(dst []Event, maxEvents int) ([]Event, error) {
 	for _, n := range [...]int{1, 2, 3, 4, 5} {
 		if c.has&(1<<n) == 0 {
-			return dst, &ValidationError{Field: hamustroCollection.Fields().ByNumber(protowire.Number(n)).TextName(), Msg: "is required"}
+			return dst, &ValidationError{Field: hamCollectionNames[n], Msg: "is required"}
 		}
 	}
 	for n, s := range c.str {
 		if !utf8.ValidString(s) {
-			return dst, &ValidationError{Field: hamustroCollection.Fields().ByNumber(protowire.Number(n)).TextName(), Msg: "is not UTF-8"}
+			return dst, &ValidationError{Field: hamCollectionNames[n], Msg: "is not UTF-8"}
 		}
 	}
 	if c.str[3] != hamustroSession(c.str[1], c.str[2], c.str[4], c.str[5]) {
@@ -472,3 +333,8 @@ func verifyHamustro(secret []byte, ts, sig string, body []byte, now time.Time) (
 	}
 	return sig, nil
 }
+
+// hamCollectionNames are the names of Collection's fields, by number.
+var hamCollectionNames = [16]string{"", "device_id", "client_id", "session", "system_version", "product_version", "env",
+	"device_make", "device_model", "system", "system_language", "browser", "browser_version", "product_git_hash",
+	"product_language", "payloads"}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pith-historian/pith/internal/clock"
 	"github.com/pith-historian/pith/internal/store/wal"
 )
 
@@ -22,7 +23,7 @@ func (c *Collector) sinkLoop() {
 	replayed := false
 	backoff := time.Duration(0)
 	var drainBy time.Time
-	tick := time.NewTicker(min(c.opts.RotateEvery/4+time.Millisecond, time.Second))
+	tick := clock.NewAligned(min(c.opts.RotateEvery/4+time.Millisecond, time.Second))
 	defer tick.Stop()
 	stopping := false
 	for {
@@ -68,6 +69,7 @@ func (c *Collector) sinkLoop() {
 				<-retry
 			}
 		case <-tick.C:
+			tick.Next()
 			if backoff > 0 {
 				<-retry
 			}

@@ -39,13 +39,36 @@ type LabelsFunc func(site string, series []model.Series) error
 
 // Handlers are what Consume calls for each message.
 type Handlers struct {
-	Points SinkFunc   // a batch of points; required
+	Points SinkFunc   // a batch of points; required unless Sites is set
 	Delete DeleteFunc // a delete; nil acknowledges and logs delete messages unapplied
 	Labels LabelsFunc // tag labels; nil acknowledges labels messages unapplied
 	// Text stores the text values of a message (header Pith-Kind: text);
 	// nil acknowledges and logs them unstored.
 	Text TextFunc
+	// SkipNode, when set, acknowledges unapplied every message whose
+	// header Pith-Node is SkipNode: a box of a redundant pair skips what
+	// it published itself.
+	SkipNode string
+	// Sites, when set, replaces Points: it receives the points of
+	// consecutive messages of several sites at once, so that a fleet's
+	// interleaved small messages cost one store write per group instead
+	// of one per message.
+	Sites SitesFunc
+	// Document stores a document (header Pith-Op: document); nil
+	// acknowledges and logs it unstored.
+	Document DocFunc
 }
+
+// SitePoints are points published by one site.
+type SitePoints struct {
+	Site   string
+	Points []model.Point
+}
+
+// SitesFunc receives the points of consecutive messages of several sites,
+// each site's in message order. Returning nil means they are all durable:
+// the messages are then acknowledged.
+type SitesFunc func(groups []SitePoints) error
 
 // TextFunc stores text values published by site; nil means they are
 // durable and the message is acknowledged.
@@ -65,7 +88,7 @@ func Consume(ctx context.Context, url string, subjects []string, durable string,
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if len(subjects) == 0 || durable == "" || h.Points == nil {
+	if len(subjects) == 0 || durable == "" || (h.Points == nil && h.Sites == nil) {
 		return errors.New("consume: subjects, durable name and points handler are required")
 	}
 	nc, err := nats.Connect(url, nats.Name("pith-central-"+durable), nats.MaxReconnects(-1))
@@ -143,8 +166,12 @@ func Consume(ctx context.Context, url string, subjects []string, durable string,
 }
 
 // consumeGroupPoints bounds the points of one site stored by one
-// h.Points call.
-const consumeGroupPoints = 1 << 16
+// h.Points call: a group is stored once it holds this many, so it holds
+// at most consumeGroupPoints-1 plus one message's natsMaxEntryPoints,
+// within the store's default BulkPoints (1<<16). A larger write would be a
+// bulk load: a run file of its own per group, and a flush of the head,
+// which a central Pith draining an edge's backlog pays for every group.
+const consumeGroupPoints = 1 << 15
 
 // consumeGroup gathers the points of consecutive messages of one site, so
 // that a backlog of many small messages costs one store write per group
@@ -155,13 +182,22 @@ type consumeGroup struct {
 	site string
 	msgs []jetstream.Msg
 	pts  []model.Point
+
+	starts []int        // with h.Sites: where each site's run starts in pts
+	runs   []SitePoints // with h.Sites: the runs handed to it
 }
 
 // add takes m into the group, storing the group first when m is of
 // another site, a delete or would make it too large.
 func (g *consumeGroup) add(ctx context.Context, m jetstream.Msg) {
+	if g.h.SkipNode != "" && m.Headers().Get(NATSNodeHeader) == g.h.SkipNode {
+		if err := m.Ack(); err != nil {
+			g.log.Warn("ack message", "err", err)
+		}
+		return
+	}
 	site := siteOf(m.Subject())
-	if len(g.msgs) > 0 && (site != g.site || len(g.pts) >= consumeGroupPoints) {
+	if len(g.msgs) > 0 && ((site != g.site && g.h.Sites == nil) || len(g.pts) >= consumeGroupPoints) {
 		g.flush(ctx)
 	}
 	switch m.Headers().Get(natsOpHeader) {
@@ -172,6 +208,10 @@ func (g *consumeGroup) add(ctx context.Context, m jetstream.Msg) {
 	case natsOpLabels:
 		g.flush(ctx)
 		consumeLabels(ctx, m, g.h, g.log)
+		return
+	case natsOpDocument:
+		g.flush(ctx)
+		consumeDoc(ctx, m, g.h, g.log)
 		return
 	}
 	if m.Headers().Get(natsKindHeader) == natsKindText {
@@ -186,6 +226,10 @@ func (g *consumeGroup) add(ctx context.Context, m jetstream.Msg) {
 		terminate(m, err, g.log)
 		return
 	}
+	if g.h.Sites != nil && (len(g.msgs) == 0 || site != g.site) {
+		g.starts = append(g.starts, n)
+		g.runs = append(g.runs, SitePoints{Site: site})
+	}
 	g.site = site
 	g.msgs = append(g.msgs, m)
 }
@@ -196,8 +240,21 @@ func (g *consumeGroup) flush(ctx context.Context) {
 	if len(g.msgs) == 0 {
 		return
 	}
-	defer func() { g.msgs, g.pts = g.msgs[:0], g.pts[:0] }()
-	if err := g.h.Points(g.site, g.pts); err != nil {
+	defer func() { g.msgs, g.pts, g.starts, g.runs = g.msgs[:0], g.pts[:0], g.starts[:0], g.runs[:0] }()
+	var err error
+	if g.h.Sites != nil {
+		for i := range g.runs {
+			end := len(g.pts)
+			if i+1 < len(g.starts) {
+				end = g.starts[i+1]
+			}
+			g.runs[i].Points = g.pts[g.starts[i]:end]
+		}
+		err = g.h.Sites(g.runs)
+	} else {
+		err = g.h.Points(g.site, g.pts)
+	}
+	if err != nil {
 		g.log.Warn("sink refused messages; redelivering later", "site", g.site, "messages", len(g.msgs), "points", len(g.pts), "err", err)
 		for _, m := range g.msgs {
 			if err := m.NakWithDelay(consumeNakDelay); err != nil {
@@ -310,7 +367,9 @@ func decodeDelete(h nats.Header) (Delete, error) {
 // siteOf returns the site part of a pith.<site>.samples subject.
 func siteOf(subject string) string {
 	parts := strings.Split(subject, ".")
-	if len(parts) == 3 {
+	// pith.<site>.samples, or pith.<site>.samples.<partition> once the
+	// servers split the sites (see docs/fleet.md).
+	if len(parts) == 3 || len(parts) == 4 && parts[2] == "samples" {
 		return parts[1]
 	}
 	return subject

@@ -21,9 +21,29 @@ type Log interface {
 	// Next blocks until committed, durable entries follow the last ones
 	// returned and returns about max points of them.
 	Next(ctx context.Context, max int) (store.Batch, error)
-	// Ack makes pos, the End of a batch Next returned, the durable
-	// cursor: a restart resumes there.
-	Ack(pos store.Position) error
+	// AckToken makes pos, the End of a batch Next returned, the durable
+	// cursor, and stores token with it in the same write: a restart
+	// resumes there, and Token returns token.
+	AckToken(pos store.Position, token uint64) error
+	// Token returns the token stored with the durable cursor, 0 when
+	// none.
+	Token() uint64
+}
+
+// Resumer is implemented by a Sink whose upstream numbers what it stores
+// (a JetStream stream's sequence). The forwarder keeps that number with
+// its cursor, so that after a restart the sink can find what it published
+// past the cursor without an acknowledgement (the publish was stored, the
+// ack lost) and send it no second time, however long ago that was.
+// Both methods are called from the forwarder's goroutine.
+type Resumer interface {
+	// Resume is called once before the first Send with the token stored
+	// with the cursor: where the upstream stood when the cursor was
+	// written (0 when unknown).
+	Resume(token uint64)
+	// Token returns where the upstream stands after the last confirmed
+	// Send: everything the sink stores after it comes from later sends.
+	Token() uint64
 }
 
 var _ Log = (*store.Follower)(nil)
@@ -143,7 +163,13 @@ func (f *Forwarder) Run(ctx context.Context) {
 		if pending == (store.Position{}) {
 			return
 		}
-		if err := f.log.Ack(pending); err != nil {
+		var token uint64
+		if r, ok := f.sink.(Resumer); ok {
+			token = r.Token()
+		} else {
+			token = f.log.Token()
+		}
+		if err := f.log.AckToken(pending, token); err != nil {
 			// The batches come again after a restart, with the same ids.
 			f.lg.Error("acknowledge forwarded batches", "end", pending, "err", err)
 		} else {
@@ -154,6 +180,9 @@ func (f *Forwarder) Run(ctx context.Context) {
 		pending, acked = store.Position{}, time.Now()
 	}
 	defer ack()
+	if r, ok := f.sink.(Resumer); ok {
+		r.Resume(f.log.Token())
+	}
 	for ctx.Err() == nil {
 		f.mu.Lock()
 		f.st.WaitingSince = time.Now()
@@ -183,7 +212,7 @@ func (f *Forwarder) Run(ctx context.Context) {
 		}
 		wait = f.opts.RetryMin
 		b := toBatch(f.opts.Site, sb)
-		if !f.deliver(ctx, b) {
+		if len(b.Entries) > 0 && !f.deliver(ctx, b) {
 			return
 		}
 		pending = sb.End
@@ -232,7 +261,7 @@ func (f *Forwarder) deliver(ctx context.Context, b Batch) bool {
 			return true
 		}
 		f.lg.Warn("forward send failed; retrying", "batch", b.ID, "retry_in", wait, "err", err)
-		sleep(ctx, wait)
+		f.pause(ctx, wait)
 		if ctx.Err() != nil {
 			return false
 		}
@@ -276,11 +305,21 @@ func (f *Forwarder) poison(b Batch, cause error) {
 	}
 }
 
-// toBatch converts a batch of the store's log.
+// toBatch converts a batch of the store's log. Replica entries (values
+// copied from the other Pith of a redundant pair, which forwards them
+// itself) are left out: a site's values are forwarded once. A batch of
+// replicas only has no entries.
 func toBatch(site string, sb store.Batch) Batch {
-	b := Batch{Entries: make([]Entry, len(sb.Entries)), Points: sb.Points}
-	for i, e := range sb.Entries {
-		out := &b.Entries[i]
+	b := Batch{Entries: make([]Entry, 0, len(sb.Entries)), Points: sb.Points}
+	var last store.Position
+	for _, e := range sb.Entries {
+		if e.Replica {
+			b.Points -= len(e.Points) + len(e.Texts)
+			continue
+		}
+		last = e.ID
+		b.Entries = append(b.Entries, Entry{})
+		out := &b.Entries[len(b.Entries)-1]
 		out.ID = EntryID(site, e.ID.Segment, e.ID.Offset)
 		switch e.Kind {
 		case store.EntryPoints:
@@ -291,9 +330,11 @@ func toBatch(site string, sb store.Batch) Batch {
 			out.Labels = e.Series
 		}
 	}
+	if len(b.Entries) == 0 {
+		return b
+	}
 	b.ID = b.Entries[0].ID
-	if n := len(sb.Entries); n > 1 {
-		last := sb.Entries[n-1].ID
+	if len(b.Entries) > 1 {
 		b.ID += fmt.Sprintf("..%d-%d", last.Segment, last.Offset)
 	}
 	return b
@@ -325,6 +366,23 @@ func span(b Batch) (oldest, newest int64) {
 }
 
 // sleep waits d or until ctx is done.
+// pause waits d before a send is tried again, less when the sink says its
+// upstream is back (Waker).
+func (f *Forwarder) pause(ctx context.Context, d time.Duration) {
+	w, ok := f.sink.(Waker)
+	if !ok {
+		sleep(ctx, d)
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-w.Woken():
+	}
+}
+
 func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -147,3 +147,29 @@ func TestForwarderPoison(t *testing.T) {
 		t.Errorf("poison batch: %d points, %v", len(pts), err)
 	}
 }
+
+// wakingSink is a fakeSink that says when its upstream is back (Waker).
+type wakingSink struct {
+	*fakeSink
+	woken chan struct{}
+}
+
+func (s wakingSink) Woken() <-chan struct{} { return s.woken }
+
+// TestForwarderWokenByReconnect: a sink whose client reconnects by itself
+// (NATS) is tried again as soon as it says its upstream is back, not at
+// the end of the forwarder's wait between retries.
+func TestForwarderWokenByReconnect(t *testing.T) {
+	s := wakingSink{fakeSink: &fakeSink{down: true}, woken: make(chan struct{}, 1)}
+	o := testOptions("s1")
+	o.RetryMin, o.RetryMax = time.Hour, time.Hour
+	h := openForwarder(t, t.TempDir(), o, s)
+	h.write(0, 100, 100)
+	waitUntil(t, "a failed send", func() bool { return h.f.Stats().Errors >= 1 })
+	s.setDown(false)
+	s.woken <- struct{}{}
+	waitUntil(t, "the send after the wake-up", func() bool {
+		_, pts := s.got()
+		return len(pts) == 100
+	})
+}

@@ -82,9 +82,13 @@ type MQTTSink struct {
 	skipped atomic.Uint64
 	topics  map[string]string // tag -> topic
 	closed  bool
+	reconnected
 }
 
-var _ Sink = (*MQTTSink)(nil)
+var (
+	_ Sink  = (*MQTTSink)(nil)
+	_ Waker = (*MQTTSink)(nil)
+)
 
 // NewMQTTSink returns a sink and starts connecting to the broker in the
 // background; an unreachable broker is not an error here.
@@ -115,7 +119,8 @@ func NewMQTTSink(opts MQTTOptions, log *slog.Logger) (*MQTTSink, error) {
 		host, _ := os.Hostname()
 		opts.ClientID = "pith-forward-" + host
 	}
-	s := &MQTTSink{opts: opts, log: log, seed: maphash.MakeSeed(), topics: make(map[string]string)}
+	s := &MQTTSink{opts: opts, log: log, seed: maphash.MakeSeed(), topics: make(map[string]string),
+		reconnected: newReconnected()}
 	cfg := autopaho.ClientConfig{
 		ServerUrls: []*url.URL{u},
 		KeepAlive:  mqttKeepAlive,
@@ -127,6 +132,7 @@ func NewMQTTSink(opts MQTTOptions, log *slog.Logger) (*MQTTSink, error) {
 		ConnectTimeout:                mqttConnectTimeout,
 		OnConnectionUp: func(*autopaho.ConnectionManager, *paho.Connack) {
 			log.Info("mqtt connected", "broker", u.Redacted())
+			s.signal()
 		},
 		OnConnectError: func(err error) {
 			log.Debug("mqtt connect", "broker", u.Redacted(), "err", err)

@@ -33,6 +33,11 @@ const (
 	// acks: more than a batch of DefaultBatchPoints entries can hold.
 	natsMaxPending = 1 << 15
 
+	// natsMaxReadBack bounds the messages readBack reads without a
+	// known sequence; natsReadBackBatch is how many it asks at a time.
+	natsMaxReadBack   = 100_000
+	natsReadBackBatch = 1024
+
 	// jsErrCodeMessageTooLarge is the server's JSStreamMessageExceedsMaximumErr,
 	// which nats.go does not name.
 	jsErrCodeMessageTooLarge jetstream.ErrorCode = 10054
@@ -45,6 +50,10 @@ const (
 	natsTagHeader  = "Pith-Tag"
 	natsFromHeader = "Pith-From"
 	natsToHeader   = "Pith-To"
+	// NATSNodeHeader names the box of a redundant pair that published a
+	// message, so that the box skips its own messages when it mirrors
+	// its peer (docs/redundancy.md).
+	NATSNodeHeader = "Pith-Node"
 )
 
 // NATSOptions configure a NATSSink.
@@ -55,6 +64,11 @@ type NATSOptions struct {
 	Subjects  []string      // subjects of a created stream
 	DupWindow time.Duration // duplicate window of a created stream
 	Timeout   time.Duration // wait for one publish ack
+	// Node, when set, is sent in header Pith-Node of every message: the
+	// box of a redundant pair that published it.
+	Node string
+	// Replicas of a created stream; 0 is 1.
+	Replicas int
 }
 
 // DefaultNATSOptions returns the options of a sink to the local server.
@@ -82,10 +96,28 @@ type NATSSink struct {
 	ready   bool // the stream is known to exist on this connection
 	futures []jetstream.PubAckFuture
 
+	// seq is the stream sequence of the last confirmed publish (or the
+	// token the forwarder resumed with): the resend check reads the
+	// subject after it.
+	seq uint64
+	// unsure is set at the start and after a failed Send: messages of
+	// an earlier Send may be in the stream without their acks having
+	// come back. The next Send first reads what the stream holds after
+	// seq (stored, by id, in have) and skips those messages, so that a
+	// resend later than the stream's duplicate window adds nothing
+	// either.
+	unsure bool
+	have   map[string]struct{}
+
 	dups atomic.Uint64
+	reconnected
 }
 
-var _ Sink = (*NATSSink)(nil)
+var (
+	_ Sink    = (*NATSSink)(nil)
+	_ Resumer = (*NATSSink)(nil)
+	_ Waker   = (*NATSSink)(nil)
+)
 
 // NewNATSSink returns a sink; it does not connect yet.
 func NewNATSSink(opts NATSOptions, log *slog.Logger) (*NATSSink, error) {
@@ -111,8 +143,18 @@ func NewNATSSink(opts NATSOptions, log *slog.Logger) (*NATSSink, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = def.Timeout
 	}
-	return &NATSSink{opts: opts, log: log, subject: "pith." + opts.Site + ".samples"}, nil
+	return &NATSSink{opts: opts, log: log, subject: "pith." + opts.Site + ".samples", unsure: true,
+		reconnected: newReconnected()}, nil
 }
+
+// Resume sets the stream sequence after which the sink looks for its own
+// unacknowledged messages before its first Send.
+func (s *NATSSink) Resume(token uint64) {
+	s.seq, s.unsure = token, true
+}
+
+// Token returns the stream sequence of the last confirmed publish.
+func (s *NATSSink) Token() uint64 { return s.seq }
 
 // Subject returns the subject batches are published to.
 func (s *NATSSink) Subject() string { return s.subject }
@@ -132,6 +174,7 @@ func (s *NATSSink) connect(ctx context.Context) error {
 			nats.Timeout(natsConnectTimeout),
 			nats.MaxReconnects(-1),
 			nats.ReconnectWait(natsReconnectWait),
+			nats.ReconnectHandler(func(*nats.Conn) { s.signal() }),
 			// Fail publishes at once while disconnected instead of
 			// buffering them: the queue is the buffer.
 			nats.ReconnectBufSize(-1),
@@ -154,6 +197,7 @@ func (s *NATSSink) connect(ctx context.Context) error {
 				Subjects:   s.opts.Subjects,
 				Storage:    jetstream.FileStorage,
 				Duplicates: s.opts.DupWindow,
+				Replicas:   s.opts.Replicas,
 			})
 			if err == nil {
 				s.log.Info("created jetstream stream", "stream", s.opts.Stream, "subjects", s.opts.Subjects)
@@ -180,6 +224,14 @@ func (s *NATSSink) Send(ctx context.Context, b Batch) error {
 	if err := s.connect(ctx); err != nil {
 		return err
 	}
+	if s.unsure {
+		if err := s.readBack(ctx); err != nil {
+			return err
+		}
+		s.unsure = false
+	}
+	ok := false
+	defer func() { s.unsure = s.unsure || !ok }()
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	s.futures = s.futures[:0]
@@ -222,23 +274,125 @@ func (s *NATSSink) Send(ctx context.Context, b Batch) error {
 			texts = texts[n:]
 		}
 	}
+	seq := s.seq
 	for _, f := range s.futures {
 		select {
 		case ack := <-f.Ok():
 			if ack.Duplicate {
 				s.dups.Add(1)
 			}
+			seq = max(seq, ack.Sequence)
 		case err := <-f.Err():
 			return s.publishErr(f.Msg().Header.Get(jetstream.MsgIDHeader), err)
 		case <-ctx.Done():
 			return fmt.Errorf("wait for ack of batch %s: %w", b.ID, ctx.Err())
 		}
 	}
+	s.seq, ok = seq, true
 	return nil
 }
 
-// publish starts publishing msg with id.
+// readBack reads the message ids this sink's box published on its
+// subject after stream sequence seq into have: the messages of sends
+// whose acks never came back (the connection or the process died between
+// the server storing them and the ack arriving). The forwarder stores seq
+// with its cursor, so what is read is what was in flight past the cursor.
+// Without a sequence (a cursor of an earlier release, or none yet) the
+// whole subject is read, up to natsMaxReadBack messages; past that the
+// resend relies on the stream's duplicate window alone, and says so.
+func (s *NATSSink) readBack(ctx context.Context) error {
+	s.have = nil
+	setup, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	st, err := s.js.Stream(setup, s.opts.Stream)
+	if err != nil {
+		return fmt.Errorf("read back %s: %w", s.subject, err)
+	}
+	last, err := st.GetLastMsgForSubject(setup, s.subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read back %s: last message: %w", s.subject, err)
+	}
+	if last.Sequence <= s.seq {
+		return nil
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{s.subject}, HeadersOnly: true}
+	if s.seq > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, s.seq+1
+	}
+	cons, err := st.OrderedConsumer(setup, cfg)
+	if err != nil {
+		return fmt.Errorf("read back %s: %w", s.subject, err)
+	}
+	have := make(map[string]struct{})
+	progress := time.Now()
+	for read := 0; ; {
+		if s.seq == 0 && read >= natsMaxReadBack {
+			s.log.Warn("read back: too many messages after the last known sequence; resends rely on the stream's duplicate window",
+				"subject", s.subject, "after", s.seq, "read", read)
+			return nil
+		}
+		// FetchNoWait answers with what the consumer has now: Fetch
+		// would wait for a full batch.
+		batch, err := cons.FetchNoWait(natsReadBackBatch)
+		if err != nil {
+			return fmt.Errorf("read back %s: %w", s.subject, err)
+		}
+		n, done := 0, false
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				return fmt.Errorf("read back %s: %w", s.subject, err)
+			}
+			h := m.Headers()
+			if id := h.Get(jetstream.MsgIDHeader); id != "" && h.Get(NATSNodeHeader) == s.opts.Node {
+				have[id] = struct{}{}
+			}
+			done = done || md.Sequence.Stream >= last.Sequence
+		}
+		if err := batch.Error(); err != nil {
+			return fmt.Errorf("read back %s: %w", s.subject, err)
+		}
+		if done {
+			break
+		}
+		if n > 0 {
+			progress = time.Now()
+		} else {
+			// Not delivered yet: wait a little, while the stream
+			// delivers at all (a large read-back takes as long as
+			// it takes).
+			sleep(ctx, 20*time.Millisecond)
+			if ctx.Err() != nil || time.Since(progress) > s.opts.Timeout {
+				return fmt.Errorf("read back %s: %d messages read, none more within %s, not up to sequence %d", s.subject, read, s.opts.Timeout, last.Sequence)
+			}
+		}
+		read += n
+	}
+	if len(have) > 0 {
+		s.log.Info("read back unacknowledged messages; they are not sent again", "subject", s.subject, "after", s.seq, "messages", len(have))
+		s.have = have
+	}
+	return nil
+}
+
+// publish starts publishing msg with id, unless the stream already holds
+// it (readBack).
 func (s *NATSSink) publish(ctx context.Context, msg *nats.Msg, id string) error {
+	if _, ok := s.have[id]; ok {
+		delete(s.have, id)
+		s.dups.Add(1)
+		return nil
+	}
+	if s.opts.Node != "" {
+		if msg.Header == nil {
+			msg.Header = nats.Header{}
+		}
+		msg.Header.Set(NATSNodeHeader, s.opts.Node)
+	}
 	// No retries inside the client: its retry on "no responders" (a
 	// stream between leaders) writes the message's reply subject from the
 	// reply goroutine while PublishMsgAsync's own deferred reset writes it

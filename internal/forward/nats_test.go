@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/testpeer"
 	"net"
 	"os"
@@ -352,4 +353,14 @@ func TestConsume(t *testing.T) {
 	}
 	js.DeleteConsumer(context.Background(), DefaultNATSStream, durable)
 	streamMessages(t, url, sink.Subject()) // purge
+}
+
+// TestConsumeGroupUnderBulk: a group of consumed messages is stored as
+// one write that stays a small write for the store (WAL and head), not a
+// bulk load that writes a run file of its own and flushes the head at
+// every group: a central Pith draining an edge's backlog paid for it.
+func TestConsumeGroupUnderBulk(t *testing.T) {
+	if most, bulk := consumeGroupPoints-1+natsMaxEntryPoints, store.DefaultOptions().BulkPoints; most > bulk {
+		t.Fatalf("a consumed group holds up to %d points, past the store's BulkPoints %d", most, bulk)
+	}
 }

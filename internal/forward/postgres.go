@@ -41,6 +41,10 @@ type PostgresOptions struct {
 	URL   string // postgres://user:pass@host:5432/db?sslmode=disable, or a key=value DSN
 	Table string // [schema.]table; DefaultPostgresTable when empty
 	Site  string // tags are stored as "<Site>.<tag>"; as they are when empty
+	// Partition creates the table partitioned by time, PartitionDay,
+	// PartitionWeek or PartitionMonth (see postgres_partition.go); ""
+	// creates a plain table.
+	Partition string
 }
 
 // PostgresSink writes batches to one PostgreSQL table with columns
@@ -96,6 +100,10 @@ type PostgresSink struct {
 	textMade  bool // the current transaction wrote (and may have created) it
 
 	upserts atomic.Uint64
+	parts   pgParts // partitions of a table partitioned by time
+	// noPartman makes native partitions even where pg_partman is
+	// installed (tests).
+	noPartman bool
 }
 
 var _ Sink = (*PostgresSink)(nil)
@@ -219,6 +227,11 @@ func (s *PostgresSink) Connect(ctx context.Context) error {
 // between deletes as one upsert (writePoints), each delete as a DELETE.
 func (s *PostgresSink) write(ctx context.Context, entries []Entry) (err error) {
 	s.textMade = false
+	if s.parts.interval != "" {
+		if err := s.ensureParts(ctx, entries); err != nil {
+			return err
+		}
+	}
 	if err := s.exec(ctx, "BEGIN"); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -397,6 +410,10 @@ func (s *PostgresSink) failed(err error) error {
 	s.labelsReady = false
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
+		if pe.Code == pgSQLStateNoPartition && s.parts.interval != "" && strings.Contains(pe.Message, "no partition") {
+			clear(s.parts.have) // a partition dropped meanwhile: create it again
+			return err
+		}
 		if strings.HasPrefix(pe.Code, pgSQLStateDataClass) || strings.HasPrefix(pe.Code, pgSQLStateConstraints) {
 			return fmt.Errorf("%w: %w", ErrPermanent, err)
 		}
@@ -476,7 +493,7 @@ func (s *PostgresSink) ensureTable(ctx context.Context) error {
 			return fmt.Errorf("look up indexes of %s: %w", s.table, err)
 		}
 		if unique[0] {
-			return nil
+			return s.detectPartitioned(ctx)
 		}
 		// Without a unique index on (tag, ts) the fast path would add a
 		// resent batch's rows twice and the upsert could not run: create
@@ -487,6 +504,9 @@ func (s *PostgresSink) ensureTable(ctx context.Context) error {
 		}
 		s.log.Info("created unique index on (tag, ts)", "table", s.table, "index", idx)
 		return nil
+	}
+	if s.opts.Partition != "" {
+		return s.createPartitioned(ctx)
 	}
 	// COLLATE "C" compares tag names bytewise: the primary key index then
 	// costs a memcmp per comparison instead of a locale-aware one.

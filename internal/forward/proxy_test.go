@@ -108,3 +108,27 @@ func TestNATSNetworkOutage(t *testing.T) {
 	checkSeq(t, pts, n)
 	t.Logf("duplicates dropped by the stream: %d", sink.Duplicates())
 }
+
+// TestNATSWokenAfterOutage: with an hour between retries, the forwarder
+// still sends again within seconds of the link coming back: the NATS
+// client reconnects by itself and wakes it (Waker).
+func TestNATSWokenAfterOutage(t *testing.T) {
+	url := natsURL(t)
+	site := testSite(t)
+	p := newProxy(t, strings.TrimPrefix(url, "nats://"))
+	sink := newNATSSink(t, p.url(), site)
+	defer sink.Close()
+	o := testOptions(site)
+	o.RetryMin, o.RetryMax = time.Hour, time.Hour
+	h := openForwarder(t, t.TempDir(), o, sink)
+	h.write(0, 500, 500)
+	h.drained()
+	p.down()
+	h.write(500, 500, 500)
+	waitUntil(t, "a failed send", func() bool { return h.f.Stats().Errors > 0 })
+	p.up()
+	h.drained()
+	h.close()
+	_, pts := streamMessages(t, url, sink.Subject())
+	checkSeq(t, pts, 1000)
+}

@@ -22,6 +22,30 @@ type Sink interface {
 	Send(ctx context.Context, b Batch) error
 }
 
+// Waker is a Sink whose client notices by itself when its upstream is back
+// (it reconnects on its own): the forwarder then sends again at once
+// rather than at the end of its wait between retries (up to RetryMax).
+type Waker interface {
+	// Woken is signalled once the upstream may be reachable again.
+	Woken() <-chan struct{}
+}
+
+// reconnected is the Woken signal of a sink whose client reconnects by
+// itself: signalled each time the client is connected again.
+type reconnected chan struct{}
+
+func newReconnected() reconnected { return make(reconnected, 1) }
+
+// Woken implements Waker.
+func (r reconnected) Woken() <-chan struct{} { return r }
+
+func (r reconnected) signal() {
+	select {
+	case r <- struct{}{}:
+	default:
+	}
+}
+
 // Batch is what a Forwarder hands its sink: committed entries of the
 // store's log, in commit order.
 type Batch struct {

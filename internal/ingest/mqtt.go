@@ -143,6 +143,10 @@ func NewMQTT(sink Sink, opts MQTTOptions) (*MQTT, error) {
 	return &MQTT{sink: sink, opts: opts, runCtx: context.Background()}, nil
 }
 
+// sendAcksInterval is how often paho sends the acknowledgements of the
+// messages stored.
+const sendAcksInterval = 5 * time.Millisecond
+
 // Stats returns the live counters.
 func (m *MQTT) Stats() *MQTTStats { return &m.stats }
 
@@ -184,7 +188,7 @@ func (m *MQTT) Run(ctx context.Context) error {
 		ClientConfig: paho.ClientConfig{
 			ClientID:                   m.opts.ClientID,
 			EnableManualAcknowledgment: !m.opts.AckOnReceipt,
-			SendAcksInterval:           5 * time.Millisecond,
+			SendAcksInterval:           sendAcksInterval,
 			OnPublishReceived:          []func(paho.PublishReceived) (bool, error){m.receive},
 			OnClientError: func(err error) {
 				m.stats.LastError.Store("client: " + err.Error())
@@ -196,7 +200,13 @@ func (m *MQTT) Run(ctx context.Context) error {
 		cfg.ConnectUsername = m.opts.Username
 		cfg.ConnectPassword = []byte(m.opts.Password)
 	}
-	cm, err := autopaho.NewConnection(ctx, cfg)
+	// The connection outlives ctx until the last batch is stored and
+	// acknowledged and the broker told of the disconnect: a message stored
+	// but not acknowledged would come again, to this box's next session
+	// or to a redundant pair's other box.
+	cctx, ccancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer ccancel()
+	cm, err := autopaho.NewConnection(cctx, cfg)
 	if err != nil {
 		return fmt.Errorf("start mqtt connection: %w", err)
 	}
@@ -206,6 +216,11 @@ func (m *MQTT) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			m.flush(context.Background())
+			// paho sends the acknowledgements it batches every
+			// sendAcksInterval: let it send the last ones first, or the
+			// broker sends the messages they acknowledge again to the
+			// session's next holder (a redundant pair's other box).
+			time.Sleep(4 * sendAcksInterval)
 			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			cm.Disconnect(dctx)
 			cancel()

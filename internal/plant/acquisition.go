@@ -225,7 +225,13 @@ type Change struct {
 	cfg  *config.Config
 	next *acquisition // nil when [modbus] is unchanged
 	done bool
+	keep bool // leave the tags of removed stations as they are
 }
+
+// KeepValues makes Commit leave the tags of removed stations as they are
+// instead of turning them bad: the standby of a redundant pair, whose
+// stations are removed, shows the values it mirrors.
+func (c *Change) KeepValues() { c.keep = true }
 
 // Prepare builds the stations, Modbus servers and control paths of cfg
 // next to the running ones when its [modbus] section differs, without
@@ -286,7 +292,9 @@ func (c *Change) Commit() {
 		c.next.run(p.ctx, p.log)
 		p.acq = c.next
 		p.ctl.cur.Store(c.next.ctl)
-		p.markRemoved(old, c.cfg)
+		if !c.keep {
+			p.markRemoved(old, c.cfg)
+		}
 	}
 	p.cfg = c.cfg
 }

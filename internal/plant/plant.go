@@ -140,6 +140,8 @@ func (p *Plant) start(ctx context.Context, cfg *config.Config, db archive.Writer
 			if p.proc, err = process.New(cfg.Input, cfg.Calc, p.tab, seed, p.log.With("part", "process")); err != nil {
 				return err
 			}
+			// A box of a redundant pair starts as the standby: paused.
+			p.proc.Pause(cfg.Redundancy.Enabled())
 			p.proc.Start(ctx)
 			return nil
 		}, func() error { p.proc.Stop(); return nil })

@@ -342,3 +342,28 @@ func TestEnginePushedSkipsChains(t *testing.T) {
 		t.Fatalf("p.out = %+v, want 10 from the acquired value", v)
 	}
 }
+
+// TestEnginePause: a paused engine computes nothing, on change or by
+// period, but keeps its inputs; resumed, the next change computes from
+// every input's latest value.
+func TestEnginePause(t *testing.T) {
+	h := newHarness(t, nil, []config.Calc{
+		{Tag: "p.sum", Expr: "p.a + p.b"},
+		{Tag: "p.avg", Expr: "(p.a + p.b) / 2", Period: config.Duration(time.Minute)},
+	})
+	h.e.Pause(true)
+	h.put(model.Point{Tag: "p.a", T: 1000, V: 1}, model.Point{Tag: "p.b", T: 1000, V: 2})
+	h.e.EvalPeriod(time.Minute, 60_000)
+	if s, a := h.get("p.sum"), h.get("p.avg"); s.Has || a.Has {
+		t.Fatalf("paused engine computed %+v %+v", s, a)
+	}
+	h.e.Pause(false)
+	h.put(model.Point{Tag: "p.b", T: 2000, V: 5})
+	if s := h.get("p.sum"); s.V != 6 || s.T != 2000 {
+		t.Fatalf("resumed: p.sum %+v, want 6 at 2000", s)
+	}
+	h.e.EvalPeriod(time.Minute, 120_000)
+	if a := h.get("p.avg"); a.V != 3 || a.T != 120_000 {
+		t.Fatalf("resumed: p.avg %+v, want 3 at 120000", a)
+	}
+}

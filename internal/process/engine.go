@@ -67,7 +67,8 @@ type Engine struct {
 
 	evals, evalErrs, samples atomic.Uint64
 	late                     atomic.Uint64
-	mu                       sync.Mutex // serialises evaluation between the loop and the tickers
+	paused                   atomic.Bool // see Pause
+	mu                       sync.Mutex  // serialises evaluation between the loop and the tickers
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -270,6 +271,9 @@ func (e *Engine) tick(ctx context.Context, p time.Duration) {
 // EvalPeriod evaluates every calc of period p at time ms and writes the
 // results. The tickers call it; tests call it directly.
 func (e *Engine) EvalPeriod(p time.Duration, ms int64) {
+	if e.paused.Load() {
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for i, c := range e.calcs {
@@ -280,6 +284,13 @@ func (e *Engine) EvalPeriod(p time.Duration, ms int64) {
 	e.evalDirty(ms)
 	e.flush()
 }
+
+// Pause stops (true) or resumes (false) the chains and calculated tags:
+// a paused engine keeps its inputs' current values but computes and
+// writes nothing (the standby box of a redundant pair mirrors the active
+// box's results instead). After a resume, the calcs whose inputs changed
+// meanwhile are evaluated with their inputs' next change.
+func (e *Engine) Pause(p bool) { e.paused.Store(p) }
 
 // Apply handles one batch of table changes: chains run on their inputs'
 // samples, then the on-change calcs whose inputs changed are evaluated,
@@ -302,6 +313,10 @@ func (e *Engine) Apply(cs []tag.Change) {
 		for ; j < len(cs) && cs[j].T == t; j++ {
 			e.change(cs[j])
 		}
+		if e.paused.Load() {
+			i = j
+			continue
+		}
 		e.evalDirty(t)
 		e.flush()
 		i = j
@@ -319,7 +334,7 @@ func (e *Engine) change(c tag.Change) {
 	}
 	// Pushed values ran their chains on the push road, before they were
 	// stored with the chains' outputs.
-	if ch, ok := e.chains[c.ID]; ok && c.Has && !c.Pushed {
+	if ch, ok := e.chains[c.ID]; ok && c.Has && !c.Pushed && !e.paused.Load() {
 		e.samples.Add(1)
 		late := ch.Late
 		e.pts = ch.Push(s, e.pts)

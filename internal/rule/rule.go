@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pith-historian/pith/internal/model"
@@ -100,6 +101,8 @@ type Engine struct {
 	log  *slog.Logger
 	opts Options
 	ctl  api.Controller
+
+	paused atomic.Bool // see Pause
 
 	mu     sync.Mutex // serializes evaluations, overrides and reads
 	rules  []*Rule
@@ -275,7 +278,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	t := time.NewTicker(e.opts.Scan)
 	defer t.Stop()
 	for {
-		e.Evaluate(ctx, e.opts.Clock.Now())
+		if !e.paused.Load() {
+			e.Evaluate(ctx, e.opts.Clock.Now())
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -283,6 +288,11 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// Pause stops (true) or resumes (false) Run's evaluations: a paused
+// engine judges no rule and writes nothing (the standby box of a
+// redundant pair). Each rule keeps its state for the resume.
+func (e *Engine) Pause(p bool) { e.paused.Store(p) }
 
 // Evaluate judges every rule at now and makes the writes due.
 func (e *Engine) Evaluate(ctx context.Context, now time.Time) {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pith-historian/pith/internal/atomicfile"
@@ -50,6 +51,8 @@ type Engine struct {
 	clk  Clock
 	dir  string
 	scan time.Duration
+
+	paused atomic.Bool // see Pause
 
 	mu       sync.Mutex
 	cal      *Calendar
@@ -157,7 +160,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	t := time.NewTicker(e.scan)
 	defer t.Stop()
 	for {
-		e.Scan(e.clk.Now())
+		if !e.paused.Load() {
+			e.Scan(e.clk.Now())
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -165,6 +170,11 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// Pause stops (true) or resumes (false) Run's scans: a paused engine
+// writes no schedule tag (the standby box of a redundant pair mirrors the
+// active box's instead). Bookings and the API keep working.
+func (e *Engine) Pause(p bool) { e.paused.Store(p) }
 
 // Scan computes every schedule's state at now and writes it to its tag
 // (the table archives only changes under the default policy).

@@ -29,6 +29,8 @@ import (
 type Table interface {
 	// Latest returns the current value of every tag when no name is given.
 	Latest(names ...string) ([]tag.Value, error)
+	// Defs returns every tag's definition (for the units a birth declares).
+	Defs() []tag.Def
 	// Subscribe delivers the table's changes from now on.
 	Subscribe(opts tag.SubOptions) *tag.Subscription
 	// Unsubscribe stops the deliveries.
@@ -98,7 +100,8 @@ type EdgeStats struct {
 // (followed by a DBIRTH when Device is set, which then holds the tags and
 // takes DDATA and DCMD in place of NDATA and NCMD) with every tag its
 // patterns match (metric name: the tag name with '/' for
-// '.', an alias each, type Double), NDATA with the changes of each
+// '.', an alias each, type Double, or String for a text tag; the tag's
+// unit as the property engUnit), NDATA with the changes of each
 // Interval by alias, an NDEATH as its will, a new NBIRTH when a host
 // asks (NCMD Node Control/Rebirth) or a new tag matches, and commanded
 // writes (NCMD) of tags matching Writable through the Controller.
@@ -512,6 +515,12 @@ func (e *Edge) birth(ctx context.Context, cm *autopaho.ConnectionManager) error 
 	}
 	byMetric := map[string]string{}
 	byAlias := map[uint64]string{}
+	units := map[string]string{}
+	for _, d := range e.tab.Defs() {
+		if d.Unit != "" && Match(e.opts.Tags, d.Name) {
+			units[d.Name] = d.Unit
+		}
+	}
 	for _, v := range vals {
 		if !Match(e.opts.Tags, v.Tag) {
 			continue
@@ -524,7 +533,15 @@ func (e *Edge) birth(ctx context.Context, cm *autopaho.ConnectionManager) error 
 		name := MetricName(v.Tag)
 		byMetric[name], byAlias[a] = v.Tag, v.Tag
 		m := Metric{Name: []byte(name), Alias: a, HasAlias: true, Datatype: TypeDouble}
-		setValue(&m, v.T, v.V, v.Q, v.Has)
+		if v.IsText {
+			m.Datatype = TypeString
+			setText(&m, v.T, v.Text, v.Q, v.Has)
+		} else {
+			setValue(&m, v.T, v.V, v.Q, v.Has)
+		}
+		if u := units[v.Tag]; u != "" {
+			m.Properties = AppendUnitProperty(nil, u)
+		}
 		tp.Metrics = append(tp.Metrics, m)
 	}
 	e.byID, e.known = map[tag.ID]uint64{}, map[tag.ID]bool{}
@@ -558,6 +575,19 @@ func setValue(m *Metric, t int64, v float64, q model.Quality, has bool) {
 	m.Kind, m.Bits = KindDouble, math.Float64bits(v)
 }
 
+// setText sets a published text metric's value (a String metric): a bad
+// or absent one is null.
+func setText(m *Metric, t int64, text string, q model.Quality, has bool) {
+	if t > 0 {
+		m.Timestamp = uint64(t)
+	}
+	if !has || q == model.QualityBad {
+		m.IsNull = true
+		return
+	}
+	m.Kind, m.Raw = KindString, []byte(text)
+}
+
 // data publishes the changes of published tags as one NDATA by alias; a
 // matching tag the birth did not hold makes a new birth instead.
 func (e *Edge) data(ctx context.Context, cm *autopaho.ConnectionManager, cs []tag.Change) error {
@@ -584,7 +614,15 @@ func (e *Edge) data(ctx context.Context, cm *autopaho.ConnectionManager, cs []ta
 		// The specification lets data leave the type out, but decoders
 		// such as Eclipse Tahu's read the value by it.
 		m := Metric{Alias: a, HasAlias: true, Datatype: TypeDouble}
-		setValue(&m, c.T, c.V, c.Q, c.Has)
+		if c.IsText {
+			// A tag's kind is fixed by its first stored value, so a text
+			// tag was born a String metric (or unborn, and this is its
+			// first value: the birth that follows declares it).
+			m.Datatype = TypeString
+			setText(&m, c.T, c.Text, c.Q, c.Has)
+		} else {
+			setValue(&m, c.T, c.V, c.Q, c.Has)
+		}
 		p.Metrics = append(p.Metrics, m)
 	}
 	if len(p.Metrics) == 0 {

@@ -36,8 +36,13 @@ type HostOptions struct {
 	BatchDelay     time.Duration // the longest a received value waits for its store write
 	MaxPending     int           // values held while the store fails; beyond, new ones are dropped
 	Gate           *ingest.TagGate
-	Logger         *slog.Logger
-	Now            func() time.Time
+	// Stored returns the newest value the archive holds of a tag, when it
+	// has one: a birth's value at that time, with that value, is not
+	// stored again (see hostState.repeats). Nil: only what this host
+	// received itself counts.
+	Stored func(tag string) (t int64, v float64, ok bool)
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // DefaultHostOptions returns a host's defaults for everything but the
@@ -78,6 +83,8 @@ type Host struct {
 	mu      sync.Mutex // guards st, pending, cm
 	st      *hostState
 	pending []model.Point
+	texts   []model.TextPoint           // pending text values (String metrics)
+	units   []unitDecl                  // units declared by births, not yet applied
 	cm      *autopaho.ConnectionManager // nil until connected
 
 	stateMu sync.Mutex // guards stateTS
@@ -141,6 +148,8 @@ func NewHost(sink ingest.Sink, opts HostOptions) (*Host, error) {
 	}
 	h := &Host{sink: sink, opts: opts}
 	h.st = newHostState(n, opts.RebirthWait, &h.stats, opts.Logger)
+	_, h.st.textOK = sink.(ingest.TextSink)
+	h.st.stored = opts.Stored
 	return h, nil
 }
 
@@ -179,9 +188,11 @@ func (h *Host) Run(ctx context.Context) error {
 		h.mu.Lock()
 		pts := h.st.lost(h.opts.Now())
 		h.queue(pts)
+		h.queueText(h.st.texts)
+		n := len(pts) + len(h.st.texts)
 		h.mu.Unlock()
-		if len(pts) > 0 {
-			log.Warn("sparkplug host lost the broker: metrics turned bad", "host", h.opts.Name, "values", len(pts), "why", why)
+		if n > 0 {
+			log.Warn("sparkplug host lost the broker: metrics turned bad", "host", h.opts.Name, "values", n, "why", why)
 		}
 	}
 	cfg := autopaho.ClientConfig{
@@ -284,6 +295,8 @@ func (h *Host) receive(ctx context.Context, pr paho.PublishReceived) {
 	h.mu.Lock()
 	pts, cmds := h.st.handle(pr.Packet.Topic, pr.Packet.Payload, h.opts.Now())
 	h.queue(pts)
+	h.queueText(h.st.texts)
+	h.units = append(h.units, h.st.units...)
 	var out []command
 	if len(cmds) > 0 {
 		out = append(out, cmds...)
@@ -335,6 +348,28 @@ func (h *Host) queue(pts []model.Point) {
 	h.pending = append(h.pending, pts...)
 }
 
+// queueText adds text points to the pending batch; h.mu is held. Text
+// counts against MaxPending with the numbers.
+func (h *Host) queueText(pts []model.TextPoint) {
+	if len(pts) == 0 {
+		return
+	}
+	room := h.opts.MaxPending - len(h.pending) - len(h.texts)
+	if room < len(pts) {
+		h.stats.Dropped.Add(int64(len(pts) - max(room, 0)))
+		pts = pts[:max(room, 0)]
+	}
+	h.texts = append(h.texts, pts...)
+}
+
+// UnitSink is a sink that keeps tags' engineering units (the agent's
+// push road does, in the tag table's metadata): the units births declare
+// in their metrics' properties go there.
+type UnitSink interface {
+	// SetUnit sets the unit of tag, defining the tag when it is new.
+	SetUnit(tag, unit string) error
+}
+
 // flushLoop writes the pending values every BatchDelay until ctx ends,
 // then once more.
 func (h *Host) flushLoop(ctx context.Context) {
@@ -358,16 +393,24 @@ func (h *Host) Flush(ctx context.Context) { h.flush(ctx) }
 
 func (h *Host) flush(ctx context.Context) {
 	h.mu.Lock()
-	pts := h.pending
-	h.pending = nil
+	pts, texts, units := h.pending, h.texts, h.units
+	h.pending, h.texts, h.units = nil, nil, nil
 	h.mu.Unlock()
-	for len(pts) > 0 {
+	defer h.setUnits(units)
+	for len(pts)+len(texts) > 0 {
 		err := h.opts.Gate.Admit(pts)
 		if err == nil {
-			err = h.sink.Write(ctx, pts)
+			err = h.opts.Gate.AdmitText(texts)
 		}
 		if err == nil {
-			h.stats.Points.Add(int64(len(pts)))
+			if len(texts) > 0 {
+				err = h.sink.(ingest.TextSink).WriteMixed(ctx, pts, texts)
+			} else {
+				err = h.sink.Write(ctx, pts)
+			}
+		}
+		if err == nil {
+			h.stats.Points.Add(int64(len(pts) + len(texts)))
 			return
 		}
 		var tooMany *ingest.TooManyNewTagsError
@@ -375,10 +418,17 @@ func (h *Host) flush(ctx context.Context) {
 		switch {
 		case errors.As(err, &tooMany):
 			pts = h.dropTag(pts, tooMany.Tag)
+			texts = h.dropTextTag(texts, tooMany.Tag)
 			continue
 		case errors.As(err, &pe) && pe.Index < len(pts):
 			h.opts.Logger.Warn("sparkplug value refused", "tag", pe.Tag, "err", pe.Err)
 			pts = append(pts[:pe.Index], pts[pe.Index+1:]...)
+			h.stats.Refused.Add(1)
+			continue
+		case errors.As(err, &pe) && pe.Index < len(pts)+len(texts):
+			h.opts.Logger.Warn("sparkplug value refused", "tag", pe.Tag, "err", pe.Err)
+			i := pe.Index - len(pts)
+			texts = append(texts[:i], texts[i+1:]...)
 			h.stats.Refused.Add(1)
 			continue
 		}
@@ -388,13 +438,42 @@ func (h *Host) flush(ctx context.Context) {
 		h.opts.Logger.Warn("sparkplug values not stored, retrying", "host", h.opts.Name, "values", len(pts), "err", err)
 		h.mu.Lock()
 		h.pending = append(pts, h.pending...)
-		if over := len(h.pending) - h.opts.MaxPending; over > 0 {
+		h.texts = append(texts, h.texts...)
+		if over := len(h.pending) + len(h.texts) - h.opts.MaxPending; over > 0 {
+			n := min(over, len(h.pending))
+			h.pending = h.pending[n:]
+			h.texts = h.texts[over-n:]
 			h.stats.Dropped.Add(int64(over))
-			h.pending = h.pending[over:]
 		}
 		h.mu.Unlock()
 		return
 	}
+}
+
+// setUnits hands the units births declared to the sink, when it keeps
+// units, once their tags' values went to the store.
+func (h *Host) setUnits(units []unitDecl) {
+	us, ok := h.sink.(UnitSink)
+	if !ok {
+		return
+	}
+	for _, u := range units {
+		if err := us.SetUnit(u.tag, u.unit); err != nil {
+			h.opts.Logger.Warn("sparkplug unit not kept", "tag", u.tag, "unit", u.unit, "err", err)
+		}
+	}
+}
+
+func (h *Host) dropTextTag(pts []model.TextPoint, tag string) []model.TextPoint {
+	out := pts[:0]
+	for _, p := range pts {
+		if p.Tag == tag {
+			h.stats.Refused.Add(1)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func (h *Host) dropTag(pts []model.Point, tag string) []model.Point {

@@ -132,6 +132,10 @@ func (h *Host) Control(ctx context.Context, name string, value float64, who stri
 		return fmt.Errorf("write tag %q: %w: not in the writable tags of sparkplug host %q", name, api.ErrControlForbidden, h.opts.Name)
 	}
 	n, ms := ref.node, ref.ms
+	if ms.text {
+		h.mu.Unlock()
+		return fmt.Errorf("write tag %q: %w: a %s metric holds text, and the control path writes numbers", name, api.ErrControlValue, ms.dt)
+	}
 	online := n.scope != nil && n.scope.online
 	if d := n.devices[ref.dev]; ref.dev != "" && (d == nil || !d.online) {
 		online = false

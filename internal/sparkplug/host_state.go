@@ -42,6 +42,11 @@ type metricState struct {
 	last  float64  // the last value stored
 	lastT int64    // its time, Unix ms
 	has   bool     // last is a real value
+	// text marks a String, Text or UUID metric archived as a text tag:
+	// its last value is lastText.
+	text     bool
+	lastText string
+	unit     string // the engineering unit its birth declared
 }
 
 // scope is the metrics of a node or of one of its devices.
@@ -86,8 +91,17 @@ type hostState struct {
 	waiters     map[*metricState][]*writeWait // control writes waiting for their value
 	pl          Payload                       // reused for decoding
 	pts         []model.Point                 // points of the current message
+	texts       []model.TextPoint             // text points of the current message
+	units       []unitDecl                    // units the current message declared anew
+	textOK      bool                          // the sink stores text: String metrics become text tags
 	cmds        []command
+	stored      func(tag string) (int64, float64, bool) // HostOptions.Stored
+	inBirth     bool                                    // the current message is a birth
+	prev        *scope                                  // during a birth, the scope it replaces (nil: none)
 }
+
+// unitDecl is the engineering unit a birth declares for a tag.
+type unitDecl struct{ tag, unit string }
 
 func newHostState(n namer, rebirthWait time.Duration, stats *HostStats, log *slog.Logger) *hostState {
 	return &hostState{names: n, rebirthWait: rebirthWait, stats: stats, log: log, nodes: map[string]*node{},
@@ -95,9 +109,9 @@ func newHostState(n namer, rebirthWait time.Duration, stats *HostStats, log *slo
 }
 
 // handle applies one message received at now. The points and commands
-// returned are valid until the next call.
+// returned, and h.texts and h.units, are valid until the next call.
 func (h *hostState) handle(topic string, payload []byte, now time.Time) ([]model.Point, []command) {
-	h.pts, h.cmds = h.pts[:0], h.cmds[:0]
+	h.pts, h.cmds, h.texts, h.units = h.pts[:0], h.cmds[:0], h.texts[:0], h.units[:0]
 	h.stats.Messages.Add(1)
 	t, err := ParseTopic(topic)
 	if err != nil {
@@ -217,14 +231,14 @@ func (h *hostState) nodeBirth(n *node, nowMS int64) {
 			n.bdSeq, n.hasBdSeq = h.pl.Metrics[i].Bits, true
 		}
 	}
-	h.birth(n, "", n.scope, nowMS)
+	h.birth(n, "", n.scope, old, nowMS)
 }
 
 func (h *hostState) deviceBirth(n *node, dev string, nowMS int64) {
 	old := n.devices[dev]
 	d := newScope()
 	n.devices[dev] = d
-	h.birth(n, dev, d, nowMS)
+	h.birth(n, dev, d, old, nowMS)
 	h.retire(old, d, nowMS)
 }
 
@@ -238,12 +252,16 @@ func (h *hostState) retire(old, cur *scope, nowMS int64) {
 		if _, ok := cur.byName[ms.name]; ok || ms.tag == "" || !ms.has {
 			continue
 		}
-		h.pts = append(h.pts, model.Point{Tag: ms.tag, T: max(nowMS, ms.lastT), V: ms.last, Q: model.QualityBad})
+		h.badValue(ms, max(nowMS, ms.lastT))
 	}
 }
 
-// birth declares the metrics of a scope and stores their values.
-func (h *hostState) birth(n *node, dev string, s *scope, nowMS int64) {
+// birth declares the metrics of a scope, born again over old (nil at a
+// first birth), and stores their values, but for those already stored
+// (repeats).
+func (h *hostState) birth(n *node, dev string, s, old *scope, nowMS int64) {
+	h.inBirth, h.prev = true, old
+	defer func() { h.inBirth, h.prev = false, nil }()
 	for i := range h.pl.Metrics {
 		m := &h.pl.Metrics[i]
 		if m.Name == nil {
@@ -262,6 +280,10 @@ func (h *hostState) birth(n *node, dev string, s *scope, nowMS int64) {
 		if m.HasAlias {
 			s.byAlias[m.Alias] = ms
 		}
+		if u, ok := m.Unit(); ok && ms.tag != "" && u != ms.unit {
+			ms.unit = u
+			h.units = append(h.units, unitDecl{tag: ms.tag, unit: u})
+		}
 		h.apply(ms, m, nowMS)
 	}
 }
@@ -270,7 +292,11 @@ func (h *hostState) birth(n *node, dev string, s *scope, nowMS int64) {
 func (h *hostState) declare(n *node, dev string, ms *metricState) {
 	switch {
 	case ms.dt == TypeString || ms.dt == TypeText || ms.dt == TypeUUID:
-		ms.skip = SkipText
+		if h.textOK {
+			ms.text = true
+		} else {
+			ms.skip = SkipText
+		}
 	case ms.dt != TypeUnknown && !Numeric(ms.dt):
 		ms.skip = SkipType
 	}
@@ -308,8 +334,12 @@ func (h *hostState) value(ms *metricState, m *Metric, nowMS int64) {
 			h.skip(ms, SkipNoValue)
 			return
 		}
-		h.pts = append(h.pts, model.Point{Tag: ms.tag, T: t, V: ms.last, Q: model.QualityBad})
+		h.badValue(ms, t)
 		ms.lastT = max(ms.lastT, t)
+		return
+	}
+	if ms.text {
+		h.textValue(ms, m, t)
 		return
 	}
 	v, why := m.Float(ms.dt)
@@ -317,11 +347,31 @@ func (h *hostState) value(ms *metricState, m *Metric, nowMS int64) {
 		h.skip(ms, why)
 		return
 	}
-	h.pts = append(h.pts, model.Point{Tag: ms.tag, T: t, V: v})
+	if !h.inBirth || !h.repeats(ms, t, v) {
+		h.pts = append(h.pts, model.Point{Tag: ms.tag, T: t, V: v})
+	}
 	if t >= ms.lastT || !ms.has {
 		ms.last, ms.lastT, ms.has = v, t, true
 	}
 	h.confirm(ms, v)
+}
+
+// repeats reports whether a birth's value of a metric is stored already:
+// a birth repeats each metric's last value with its time, so a rebirth
+// (after a reconnect or a rebirth request, or to the box of a redundant
+// pair that took over, whose archive has the value from the other box)
+// would store it, and forward it, twice.
+func (h *hostState) repeats(ms *metricState, t int64, v float64) bool {
+	if h.prev != nil {
+		if p := h.prev.byName[ms.name]; p != nil && p.has && p.lastT == t && p.last == v {
+			return true
+		}
+	}
+	if h.stored == nil {
+		return false
+	}
+	st, sv, ok := h.stored(ms.tag)
+	return ok && st == t && sv == v
 }
 
 // data stores the values of an NDATA or DDATA.
@@ -386,7 +436,34 @@ func (h *hostState) death(s *scope, nowMS int64) {
 		if ms.tag == "" || !ms.has {
 			continue
 		}
-		h.pts = append(h.pts, model.Point{Tag: ms.tag, T: max(nowMS, ms.lastT), V: ms.last, Q: model.QualityBad})
+		h.badValue(ms, max(nowMS, ms.lastT))
+	}
+}
+
+// badValue stores a metric's last value (number or text) with quality bad.
+func (h *hostState) badValue(ms *metricState, t int64) {
+	if ms.text {
+		h.texts = append(h.texts, model.TextPoint{Tag: ms.tag, T: t, Text: ms.lastText, Q: model.QualityBad})
+		return
+	}
+	h.pts = append(h.pts, model.Point{Tag: ms.tag, T: t, V: ms.last, Q: model.QualityBad})
+}
+
+// textValue stores a text metric's value, made storable by
+// model.FitText (quality uncertain when it had to be cut or repaired).
+func (h *hostState) textValue(ms *metricState, m *Metric, t int64) {
+	if m.Kind != KindString {
+		h.skip(ms, SkipType)
+		return
+	}
+	text, cut := model.FitText(string(m.Raw))
+	q := model.QualityGood
+	if cut {
+		q = model.QualityUncertain
+	}
+	h.texts = append(h.texts, model.TextPoint{Tag: ms.tag, T: t, Text: text, Q: q})
+	if t >= ms.lastT || !ms.has {
+		ms.lastText, ms.lastT, ms.has = text, t, true
 	}
 }
 
@@ -394,7 +471,7 @@ func (h *hostState) death(s *scope, nowMS int64) {
 // broker, so it cannot tell what the nodes still do. Each node must be
 // born again (a rebirth is requested at its next message).
 func (h *hostState) lost(now time.Time) []model.Point {
-	h.pts = h.pts[:0]
+	h.pts, h.texts = h.pts[:0], h.texts[:0]
 	for _, n := range h.nodes {
 		if n.scope == nil || !n.scope.online {
 			continue

@@ -195,3 +195,29 @@ func TestNamer(t *testing.T) {
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 func timeUnix() time.Time { return time.UnixMilli(1700000000000) }
+
+// TestHostRebirthStoresNoRepeat: a birth repeats each metric's last value
+// at its time; a value this host received already, or one the archive
+// holds (Stored: the box of a pair that took over has it from the other
+// box), is not stored a second time.
+func TestHostRebirthStoresNoRepeat(t *testing.T) {
+	const topic, temp = "spBv1.0/Plant 1/NBIRTH/edge1", "Plant_1.edge1.Inputs.Temperature"
+	now := time.UnixMilli(1700000005000)
+	h, _ := newTestState(t, DefaultTagTemplate)
+	first, _ := h.handle(topic, readPayload(t, "nbirth"), now)
+	n := len(first)
+	if n == 0 {
+		t.Fatal("the first birth stored nothing")
+	}
+	if again, _ := h.handle(topic, readPayload(t, "nbirth"), now); len(again) != 0 {
+		t.Errorf("a rebirth with the same values and times stored %d points again: %v", len(again), again)
+	}
+	h2, _ := newTestState(t, DefaultTagTemplate)
+	h2.stored = func(tag string) (int64, float64, bool) {
+		return 1700000000000, 21.5, tag == temp
+	}
+	pts, _ := h2.handle(topic, readPayload(t, "nbirth"), now)
+	if _, ok := byTag(pts)[temp]; ok || len(pts) != n-1 {
+		t.Errorf("a birth of a value the archive holds: %d points (want %d), %s among them: %v", len(pts), n-1, temp, ok)
+	}
+}

@@ -196,6 +196,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		for i := range p.Metrics {
 			p.Metrics[i].Float(TypeUnknown)
+			p.Metrics[i].Unit()
 		}
 		enc := Append(nil, &p)
 		var q Payload
@@ -206,4 +207,30 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("not stable:\n%x\n%x", enc, again)
 		}
 	})
+}
+
+func TestMetricUnit(t *testing.T) {
+	for _, tt := range []struct {
+		props []byte
+		want  string
+		ok    bool
+	}{
+		{AppendUnitProperty(nil, "degC"), "degC", true},
+		{nil, "", false},
+		{[]byte{0x0a, 0x03, 'f', 'o', 'o'}, "", false}, // a key without a value
+		{[]byte{0x0a, 0x05}, "", false},                // truncated
+	} {
+		m := Metric{Properties: tt.props}
+		if got, ok := m.Unit(); got != tt.want || ok != tt.ok {
+			t.Errorf("Unit(%x) = %q, %v; want %q, %v", tt.props, got, ok, tt.want, tt.ok)
+		}
+	}
+	// Other spellings, in any case.
+	for _, key := range []string{"engUnits", "Unit", "units", "ENGUNIT"} {
+		b := AppendUnitProperty(nil, "bar")
+		b = append([]byte{0x0a, byte(len(key))}, append([]byte(key), b[2+len("engUnit"):]...)...)
+		if got, ok := (&Metric{Properties: b}).Unit(); !ok || got != "bar" {
+			t.Errorf("key %q: %q, %v", key, got, ok)
+		}
+	}
 }

@@ -215,11 +215,11 @@ func walFiles(dir string, from uint32) ([]wal.Extent, error) {
 // captureDir captures the files of a consistent state of dir. The caller
 // keeps flushes away (flush lock or directory lock) until it returns.
 // sideDirs are folders other parts keep in the data directory, backed up
-// and restored with the store: the dashboards, people's accounts and the
-// audit journal. Their files are small or append-only and are read whole
+// and restored with the store: the dashboards, process pictures, people's
+// accounts and the audit journal. Their files are small or append-only and are read whole
 // into the snapshot at the capture instant; LOCK files and temporary files
 // stay out.
-var sideDirs = []string{"dashboards", "users", "audit"}
+var sideDirs = []string{"dashboards", "pictures", "users", "audit"}
 
 func captureDir(dir string, walExtents func(from uint32) ([]wal.Extent, error)) (_ *snapshot, err error) {
 	snap := &snapshot{version: FormatVersion}

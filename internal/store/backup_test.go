@@ -582,7 +582,7 @@ func TestBackupRunsReplacedAfterCapture(t *testing.T) {
 	}
 }
 
-// TestBackupKeepsDashboards: the dashboards folder's documents go into a
+// TestBackupKeepsDashboards: the dashboards (and pictures) folders' documents go into a
 // backup, are checked by verify, and come back with a restore; a document
 // deleted since the last backup leaves the next one.
 func TestBackupKeepsDashboards(t *testing.T) {
@@ -593,6 +593,9 @@ func TestBackupKeepsDashboards(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "dashboards", "plant.json"), doc, 0o644)
 	os.WriteFile(filepath.Join(dir, "dashboards", "old.json"), doc, 0o644)
 	os.WriteFile(filepath.Join(dir, "dashboards", "plant.json.tmp123"), []byte("half"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "pictures"), 0o755)
+	pic := []byte(`{"schema":1,"id":"boiler","title":"Boiler","svg":"<svg/>","bindings":[]}`)
+	os.WriteFile(filepath.Join(dir, "pictures", "boiler.json"), pic, 0o644)
 	dest := filepath.Join(t.TempDir(), "b")
 	if _, err := db.Backup(context.Background(), dest); err != nil {
 		t.Fatal(err)
@@ -615,6 +618,9 @@ func TestBackupKeepsDashboards(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(dst, "dashboards", "plant.json"))
 	if err != nil || string(got) != string(doc) {
 		t.Fatalf("restored dashboard: %q %v", got, err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dst, "pictures", "boiler.json")); err != nil || string(got) != string(pic) {
+		t.Fatalf("restored picture: %q %v", got, err)
 	}
 	if _, err := os.Stat(filepath.Join(dst, "dashboards", "plant.json.tmp123")); !os.IsNotExist(err) {
 		t.Errorf("a temporary file was restored: %v", err)

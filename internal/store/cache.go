@@ -1,21 +1,32 @@
 package store
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // genCache is a byte-bounded cache with two generations: when the young
-// one is full it becomes the old one and the oldest is dropped; a hit in
-// the old generation moves the entry back to the young one. Hot entries
-// survive, and memory stays under the budget without per-entry bookkeeping.
+// one is full, or older than half of idle, it becomes the old one and the
+// oldest is dropped; a hit in the old generation moves the entry back to
+// the young one. Hot entries survive, memory stays under the budget
+// without per-entry bookkeeping, and an entry unused for idle is gone:
+// queries over a window that slides with time (a dashboard of the last
+// hour) touch new chunks all the time, and without the age rule they
+// filled the budget over hours, so the process grew for hours (the soak).
 type genCache[K comparable, V any] struct {
 	mu         sync.Mutex
 	max        int // bytes, both generations together
+	idle       time.Duration
+	now        func() time.Time
 	size       func(V) int
 	young, old map[K]V
 	youngBytes int
+	oldBytes   int
+	born       time.Time // when the young generation started
 }
 
-func newGenCache[K comparable, V any](maxBytes int, size func(V) int) *genCache[K, V] {
-	return &genCache[K, V]{max: maxBytes, size: size, young: make(map[K]V), old: make(map[K]V)}
+func newGenCache[K comparable, V any](maxBytes int, idle time.Duration, now func() time.Time, size func(V) int) *genCache[K, V] {
+	return &genCache[K, V]{max: maxBytes, idle: idle, now: now, size: size, young: make(map[K]V), old: make(map[K]V), born: now()}
 }
 
 func (c *genCache[K, V]) get(k K) (V, bool) {
@@ -25,6 +36,8 @@ func (c *genCache[K, V]) get(k K) (V, bool) {
 		return v, true
 	}
 	if v, ok := c.old[k]; ok {
+		delete(c.old, k)
+		c.oldBytes -= c.size(v)
 		c.putLocked(k, v)
 		return v, true
 	}
@@ -43,26 +56,40 @@ func (c *genCache[K, V]) putLocked(k K, v V) {
 		return
 	}
 	n := c.size(v)
-	if c.youngBytes+n > c.max/2 {
-		c.old = c.young
+	now := c.now()
+	if c.youngBytes+n > c.max/2 || c.idle > 0 && now.Sub(c.born) >= c.idle/2 {
+		c.old, c.oldBytes = c.young, c.youngBytes
 		c.young = make(map[K]V)
 		c.youngBytes = 0
+		c.born = now
+	}
+	if old, ok := c.young[k]; ok {
+		c.youngBytes -= c.size(old)
 	}
 	c.young[k] = v
 	c.youngBytes += n
 }
 
+// bytes returns the memory the cache accounts for.
+func (c *genCache[K, V]) bytes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.youngBytes + c.oldBytes
+}
+
 // drop forgets the entries whose key matches.
 func (c *genCache[K, V]) drop(match func(K) bool) {
 	c.mu.Lock()
-	for k := range c.young {
+	for k, v := range c.young {
 		if match(k) {
 			delete(c.young, k)
+			c.youngBytes -= c.size(v)
 		}
 	}
-	for k := range c.old {
+	for k, v := range c.old {
 		if match(k) {
 			delete(c.old, k)
+			c.oldBytes -= c.size(v)
 		}
 	}
 	c.mu.Unlock()
@@ -85,10 +112,15 @@ type caches struct {
 
 const cellBytes = 64 // approximate memory of one decoded cell
 
-func newCaches(tierBytes, chunkBytes int) *caches {
+// cacheIdle is how long a decoded tier or chunk that no query uses stays
+// in memory: at most this, at least half of it. A chart redrawn (zoom,
+// pan, a dashboard's refresh) within it decodes nothing twice.
+const cacheIdle = 5 * time.Minute
+
+func newCaches(tierBytes, chunkBytes int, now func() time.Time) *caches {
 	return &caches{
-		tiers:  newGenCache[blockKey, []cell](tierBytes, func(c []cell) int { return len(c) * cellBytes }),
-		chunks: newGenCache[blockKey, *decodedChunk](chunkBytes, chunkSize),
+		tiers:  newGenCache[blockKey, []cell](tierBytes, cacheIdle, now, func(c []cell) int { return len(c) * cellBytes }),
+		chunks: newGenCache[blockKey, *decodedChunk](chunkBytes, cacheIdle, now, chunkSize),
 	}
 }
 

@@ -229,7 +229,7 @@ func layoutOf(t *testing.T, path string) runLayout {
 		idx2:   int64(binary.LittleEndian.Uint64(foot[16:])),
 		series: make(map[uint32]runSeries),
 	}
-	for _, s := range r.series {
+	for _, s := range r.index() {
 		l.series[s.id] = s
 	}
 	return l
@@ -310,7 +310,7 @@ func TestCorruptOneByte(t *testing.T) {
 				if s.fine == noTier {
 					t.Fatal("series has no tiers")
 				}
-				tr := s.tiers[s.fine]
+				tr := *s.tier(int(s.fine))
 				flipByte(t, p, int64(tr.off)+int64(tr.len)-1)
 				return p, int64(tr.off), nil
 			},

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -82,6 +83,9 @@ type DB struct {
 	active *head
 	frozen []*frozenHead
 	parts  map[int64][]*runFile // day partition -> runs, time-disjoint per series
+	// touched is when each day last took a run (compact leaves a day
+	// being written alone); guarded by flushMu.
+	touched map[int64]time.Time
 
 	// orderMu orders commits: applies happen in WAL commit order.
 	orderMu    sync.Mutex
@@ -191,12 +195,13 @@ func Open(dir string, opts Options) (_ *DB, err error) {
 		log:        opts.Logger,
 		active:     newHead(),
 		parts:      make(map[int64][]*runFile),
+		touched:    make(map[int64]time.Time),
 		inflight:   make(map[uint64]wal.Pos),
 		lastTicket: closedChan(),
 		flushReq:   make(chan struct{}, 1),
 		flushed:    make(chan struct{}),
 		stop:       make(chan struct{}),
-		cache:      newCaches(opts.TierCacheBytes, opts.ChunkCacheBytes),
+		cache:      newCaches(opts.TierCacheBytes, opts.ChunkCacheBytes, opts.Now),
 		follow:     newFollowers(),
 	}
 	db.nextTxn.Store(uint64(opts.Now().UnixNano()))
@@ -247,9 +252,48 @@ func Open(dir string, opts Options) (_ *DB, err error) {
 		db.closeRuns()
 		return nil, err
 	}
+	// The indexes were read to check the runs and find each tag's latest
+	// value; queries read them again when they need them.
+	if db.dropIdleIndexes(true) >= freeAfterDrop {
+		debug.FreeOSMemory()
+	}
 	db.wg.Add(1)
 	go db.maintain()
 	return db, nil
+}
+
+// Run indexes in memory cost about 250 bytes per series and day (more
+// than everything else a tag costs), so a store of many tags keeps only
+// those in use (docs/scaling.md, "Idle memory per tag").
+const (
+	// indexIdle is how long an unused run index stays in memory: the
+	// sweep drops those untouched since the previous sweep.
+	indexIdle = time.Minute
+	// minDropEntries: smaller indexes stay, as reading one again costs
+	// an open and a read of the file, more than the entries weigh.
+	minDropEntries = 64
+	// freeAfterDrop: after dropping this many entries at open, their
+	// memory is given back to the system at once.
+	freeAfterDrop = 16384
+)
+
+// dropIdleIndexes drops the indexes of runs not used since the last call
+// (every one when all is set), and returns how many entries it dropped.
+func (db *DB) dropIdleIndexes(all bool) int {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	n := 0
+	for _, rs := range db.parts {
+		for _, r := range rs {
+			if r.touched.Swap(false) && !all {
+				continue
+			}
+			if p := r.idx.Load(); p != nil && len(*p) >= minDropEntries {
+				n += r.dropIndex()
+			}
+		}
+	}
+	return n
 }
 
 func closedChan() chan struct{} {
@@ -363,18 +407,18 @@ func (db *DB) openRuns(m *manifest) error {
 	defer s.mu.Unlock()
 	for _, p := range keys {
 		for _, r := range db.parts[p] {
-			for i := range r.series {
-				rs := &r.series[i]
+			for i, ss := 0, r.index(); i < len(ss); i++ {
+				rs := &ss[i]
 				if int(rs.id) >= len(s.names) {
 					return &CorruptionError{File: r.path, Err: fmt.Errorf("series id %d not in series file", rs.id)}
 				}
 				if rs.fine == fineText {
 					s.observeTextLocked(rs.id, rs.minT, "", model.QualityGood)
-					s.observeTextLocked(rs.id, rs.last.T, rs.lastText, rs.last.Q)
+					s.observeTextLocked(rs.id, rs.maxT, rs.lastText, rs.lastQ)
 					continue
 				}
-				s.observeLocked(rs.id, rs.minT, rs.total.first, model.QualityGood)
-				s.observeLocked(rs.id, rs.last.T, rs.last.V, rs.last.Q)
+				s.observeLocked(rs.id, rs.minT, rs.first, model.QualityGood)
+				s.observeLocked(rs.id, rs.maxT, rs.lastV, rs.lastQ)
 			}
 		}
 	}
@@ -404,13 +448,13 @@ func (db *DB) replay(from uint32) error {
 	var recs, applied int
 	err := db.wal.Replay(start, func(pos wal.Pos, rec []byte) error {
 		recs++
-		if len(rec) > 0 && rec[0] == recLabels {
+		if len(rec) > 0 && (rec[0] == recLabels || rec[0] == recLabelsReplica) {
 			if err := db.replayLabels(rec); err != nil {
 				db.log.Error("skipping undecodable wal record", "segment", pos.Segment, "offset", pos.Offset, "err", err)
 			}
 			return nil
 		}
-		if len(rec) == 0 || rec[0] != recData {
+		if len(rec) == 0 || (rec[0] != recData && rec[0] != recReplica) {
 			// A delete record acts through its tombstone; the others
 			// are for the followers.
 			db.follow.noteReplayed(rec)
@@ -452,6 +496,14 @@ func (db *DB) Close() error {
 	close(db.stop)
 	db.wg.Wait()
 	err := db.flushAll(true)
+	for _, st := range db.follow.all() {
+		st.mu.Lock()
+		if st.rd != nil {
+			st.rd.Close() // the segment a follower left open reads no more
+			st.rd = nil
+		}
+		st.mu.Unlock()
+	}
 	if werr := db.wal.Close(); err == nil {
 		err = werr
 	}

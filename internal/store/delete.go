@@ -196,8 +196,8 @@ func (db *DB) deleteLocked(t tombstone) (int64, error) {
 func (db *DB) rewriteDay(p int64, runs []*runFile, id uint32, from, to int64) (*runFile, error) {
 	ids := make(map[uint32]bool)
 	for _, r := range runs {
-		for i := range r.series {
-			ids[r.series[i].id] = true
+		for i, ss := 0, r.index(); i < len(ss); i++ {
+			ids[ss[i].id] = true
 		}
 	}
 	order := make([]uint32, 0, len(ids))
@@ -279,24 +279,8 @@ func (db *DB) dropFromHeads(id uint32, from, to int64) {
 	}
 	for _, h := range heads {
 		h.mu.Lock()
-		if int(id) < len(h.series) && h.series[id] != nil {
-			s := h.series[id]
-			k := 0
-			for i, t := range s.ts {
-				if t >= from && t < to {
-					continue
-				}
-				s.ts[k], s.vs[k], s.qs[k] = t, s.vs[i], s.qs[i]
-				if s.xs != nil {
-					s.xs[k] = s.xs[i]
-				}
-				k++
-			}
-			h.samples -= len(s.ts) - k
-			s.ts, s.vs, s.qs = s.ts[:k], s.vs[:k], s.qs[:k]
-			if s.xs != nil {
-				s.xs = s.xs[:k]
-			}
+		if s := h.getSorted(id); s != nil {
+			h.samples -= s.dropRange(from, to)
 		}
 		h.mu.Unlock()
 	}
@@ -325,7 +309,7 @@ func (db *DB) refreshSeries(id uint32) {
 	for _, runs := range db.parts {
 		for _, r := range runs {
 			if rs := r.find(id); rs != nil && rs.n > 0 {
-				see(rs.minT, rs.last, rs.lastText, r.seq)
+				see(rs.minT, rs.last(), rs.lastText, r.seq)
 			}
 		}
 	}
@@ -337,13 +321,9 @@ func (db *DB) refreshSeries(id uint32) {
 		// The active head is the newest, then frozen heads newest first.
 		r := ^uint64(0) - uint64(i)
 		h.mu.Lock()
-		if s := h.getSorted(id); s != nil && len(s.ts) > 0 {
-			n := len(s.ts) - 1
-			x := ""
-			if s.xs != nil {
-				x = s.xs[n]
-			}
-			see(s.ts[0], model.Sample{T: s.ts[n], V: s.vs[n], Q: s.qs[n]}, x, r)
+		if s := h.getSorted(id); s != nil && s.n > 0 {
+			first, last, x := s.bounds()
+			see(first, last, x, r)
 		}
 		h.mu.Unlock()
 	}

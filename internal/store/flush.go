@@ -2,7 +2,9 @@ package store
 
 import (
 	"fmt"
+	"slices"
 
+	"github.com/pith-historian/pith/internal/clock"
 	"github.com/pith-historian/pith/internal/model"
 
 	"path/filepath"
@@ -63,15 +65,17 @@ const retentionEvery = time.Minute
 // maintain flushes heads by size and age and merges closed days.
 func (db *DB) maintain() {
 	defer db.wg.Done()
-	tick := time.NewTicker(time.Second)
+	tick := clock.NewAligned(time.Second)
 	defer tick.Stop()
 	var lastRetention time.Time
+	lastSweep := time.Now()
 	for {
 		select {
 		case <-db.stop:
 			return
 		case <-db.flushReq:
 		case <-tick.C:
+			tick.Next()
 			db.mu.RLock()
 			n, born := db.active.size()
 			db.mu.RUnlock()
@@ -95,6 +99,10 @@ func (db *DB) maintain() {
 		}
 		if err := db.compact(false); err != nil && !isNoSpace(err) {
 			db.log.Error("compact runs", "err", err)
+		}
+		if time.Since(lastSweep) >= indexIdle {
+			lastSweep = time.Now()
+			db.dropIdleIndexes(false)
 		}
 		if time.Since(lastRetention) >= retentionEvery {
 			lastRetention = time.Now()
@@ -149,63 +157,125 @@ func (db *DB) flushFrozenLocked() error {
 // flushHead writes one frozen head. The caller holds flushMu, so db.parts
 // changes only here, in commitBulk and in compact.
 func (db *DB) flushHead(fh *frozenHead) error {
-	runs, err := db.writeHeadRuns(fh.series)
+	added, err := db.writeHeadRuns(fh.series, true)
 	if err != nil {
 		return err
 	}
-	added := make(map[int64][]*runFile, len(runs))
-	for p, r := range runs {
-		added[p] = []*runFile{r}
-	}
-	return db.installRuns(added, func() { db.frozen = db.frozen[1:] }, fh.checkpoint)
+	return db.installRuns(added, func() {
+		// Cleared before it is sliced off: frozen[1:] of a one-element
+		// slice keeps the array, and the array kept the whole flushed
+		// head alive until the next rotation, doubling the head's memory.
+		db.frozen[0] = nil
+		db.frozen = db.frozen[1:]
+	}, fh.checkpoint)
 }
 
 // writeHeadRuns writes the sorted samples of a head as one new run per day.
-// The runs are not installed yet.
-func (db *DB) writeHeadRuns(series []*headSeries) (map[int64]*runFile, error) {
+// The runs are not installed yet. A day's run is written one series at a
+// time, each decoded from the head's blocks into one reused buffer, so a
+// flush holds no more than one series of one day decoded.
+//
+// With split, the samples of a series that are not newer than the newest
+// one the day's runs hold of it (late: a central Pith's consumers deliver
+// messages a little out of order) go to a run of their own, written
+// first, so that installRuns merges only them with the runs they meet
+// while the rest, newer than anything stored, is added as it is.
+func (db *DB) writeHeadRuns(series []*headSeries, split bool) (map[int64][]*runFile, error) {
 	if err := db.series.save(db.fs, db.dir); err != nil {
 		return nil, err
 	}
-	byPart := make(map[int64][]runInput)
+	byPart := make(map[int64][]uint32) // day -> ids with samples in it, increasing
+	text := make(map[int64]bool)       // days that get a text series
 	for id, s := range series {
-		if s == nil || len(s.ts) == 0 {
+		if s == nil || s.n == 0 {
 			continue
 		}
-		byDay(runInput{id: uint32(id), ts: s.ts, vs: s.vs, qs: s.qs, xs: s.xs}, func(p int64, day runInput) {
-			byPart[p] = append(byPart[p], day)
-		})
+		for _, p := range s.days() {
+			byPart[p] = append(byPart[p], uint32(id))
+			text[p] = text[p] || s.text
+		}
 	}
 	if db.opts.RetentionRaw > 0 {
 		// Samples accepted just before their day expired: that day keeps
 		// only rollups now, which cannot take them exactly.
 		horizon := db.opts.Now().Add(-db.opts.RetentionRaw).UnixMilli()
-		for p, in := range byPart {
+		for p, ids := range byPart {
 			if (p+1)*partitionMs <= horizon {
 				n := 0
-				for _, x := range in {
-					n += len(x.ts)
+				for _, id := range ids {
+					var in runInput
+					series[id].read(p*partitionMs, (p+1)*partitionMs, &in)
+					n += len(in.ts)
 				}
 				db.log.Warn("dropped samples that expired before they were flushed", "samples", n)
 				delete(byPart, p)
 			}
 		}
 	}
-	out := make(map[int64]*runFile, len(byPart))
-	fail := func(err error) (map[int64]*runFile, error) {
-		for _, r := range out {
-			r.close()
-			db.fs.Remove(r.path)
-		}
+	out := make(map[int64][]*runFile, len(byPart))
+	fail := func(err error) (map[int64][]*runFile, error) {
+		db.discard(out)
 		return nil, err
 	}
 	// Many days at once (a backfill) are made durable by one syncfs.
 	batch := len(byPart) > 4 && isOS(db.fs)
-	for p, in := range byPart {
-		r, err := db.writeRun(p, in, !batch)
+	var buf, view runInput
+	for p, ids := range byPart {
+		from, to := p*partitionMs, (p+1)*partitionMs
+		var front map[uint32]int64 // id -> newest time in the day's runs
+		if split {
+			front = db.frontier(p)
+		}
+		// read returns the samples of ids[i] in [lo, hi), clipped to the
+		// day.
+		read := func(ids []uint32, i int, lo, hi int64) *runInput {
+			s := series[ids[i]]
+			lo, hi = max(lo, from), min(hi, to)
+			if v, ok := s.view(lo, hi); ok {
+				// Not into buf: its arrays are reused for decoding, and
+				// these are the head's own.
+				view = v
+				view.id = ids[i]
+				return &view
+			}
+			buf.reset()
+			buf.id = ids[i]
+			n := s.count(lo, hi)
+			buf.ts, buf.vs, buf.qs = slices.Grow(buf.ts, n), slices.Grow(buf.vs, n), slices.Grow(buf.qs, n)
+			s.read(lo, hi, &buf)
+			return &buf
+		}
+		var late []uint32
+		for _, id := range ids {
+			if f, ok := front[id]; ok && series[id].count(from, f+1) > 0 {
+				late = append(late, id)
+			}
+		}
+		if len(late) > 0 {
+			r, err := db.writeRunFrom(p, len(late), func(i int) *runInput {
+				return read(late, i, from, front[late[i]]+1)
+			}, text[p], !batch)
+			if err != nil {
+				return fail(err)
+			}
+			if r.samples() == 0 {
+				r.close()
+				db.fs.Remove(r.path)
+			} else {
+				out[p] = append(out[p], r)
+			}
+		}
+		r, err := db.writeRunFrom(p, len(ids), func(i int) *runInput {
+			lo := from
+			if f, ok := front[ids[i]]; ok {
+				lo = f + 1
+			}
+			return read(ids, i, lo, to)
+		}, text[p], !batch)
 		if err != nil {
 			return fail(err)
 		}
-		out[p] = r
+		out[p] = append(out[p], r)
 	}
 	if batch {
 		if err := syncFS(filepath.Join(db.dir, "runs")); err != nil {
@@ -216,66 +286,83 @@ func (db *DB) writeHeadRuns(series []*headSeries) (map[int64]*runFile, error) {
 }
 
 // installRuns publishes new runs (per day, oldest first; they win over the
-// day's existing runs on equal timestamps). A day whose runs would meet in
-// time for some series, or grow past MaxRunsPerPart, is merged into one run.
+// day's existing runs on equal timestamps). The runs of a day are kept
+// disjoint (no series of one meets in time the same series of another):
+// new runs that meet some of the day's are merged with those (see
+// mergeMeeting). A day that would grow past MaxRunsPerPart has only its
+// newest runs merged (see tail), so that a day written for hours is not
+// rewritten whole at every few flushes.
 func (db *DB) installRuns(added map[int64][]*runFile, swap func(), checkpoint uint32) error {
 	install := make(map[int64][]*runFile, len(added))
 	replaced := make(map[int64][]*runFile)
-	var unused []*runFile
+	var unused []*runFile // new runs merged into others: removed once installed
+	// fail removes every run this call wrote or was given (closing and
+	// removing twice is harmless).
+	var made []*runFile // merges of this call
+	fail := func(err error) error {
+		db.discard(added)
+		db.discard(map[int64][]*runFile{0: made})
+		return err
+	}
 	for p, rs := range added {
+		db.touched[p] = time.Now()
 		old := db.parts[p]
 		all := append(append([]*runFile(nil), old...), rs...)
-		if len(all) <= db.opts.MaxRunsPerPart && disjoint(all) {
+		ok := disjoint(all)
+		if ok && len(all) <= db.opts.MaxRunsPerPart {
 			install[p] = rs
 			continue
 		}
-		m, err := db.mergeRuns(p, all, false)
-		if err != nil {
-			db.discard(install)
-			db.discard(added)
-			return err
+		keep, add, gone := old, rs, []*runFile(nil)
+		if !ok {
+			mt, err := db.mergeMeeting(p, old, rs)
+			if err != nil {
+				return fail(err)
+			}
+			if mt == nil {
+				// Runs of an older release that meet: the day is merged
+				// whole.
+				m, err := db.mergeRuns(p, all, false)
+				if err != nil {
+					return fail(err)
+				}
+				made = append(made, m)
+				install[p], replaced[p] = []*runFile{m}, old
+				unused = append(unused, rs...)
+				continue
+			}
+			made = append(made, mt.merged)
+			unused = append(unused, mt.used...)
+			keep, gone, add = mt.keep, mt.gone, append(mt.fresh, mt.merged)
 		}
-		install[p] = []*runFile{m}
-		replaced[p] = old
-		unused = append(unused, rs...)
+		if len(keep)+len(add) > db.opts.MaxRunsPerPart {
+			// Disjoint now: the order only says which runs are new.
+			all = append(append([]*runFile(nil), keep...), add...)
+			from := tail(all, len(add), db.opts.MaxRunsPerPart)
+			m, err := db.mergeRuns(p, all[from:], false)
+			if err != nil {
+				return fail(err)
+			}
+			made = append(made, m)
+			for _, r := range all[from:] {
+				if slices.Contains(keep, r) {
+					gone = append(gone, r)
+				} else {
+					unused = append(unused, r)
+				}
+			}
+			add = []*runFile{m}
+		}
+		install[p], replaced[p] = add, gone
 	}
 	if err := db.install(install, replaced, swap, checkpoint); err != nil {
-		db.discard(added)
-		return err
+		return fail(err)
 	}
 	for _, r := range unused {
 		r.close()
 		db.fs.Remove(r.path)
 	}
 	return nil
-}
-
-// disjoint reports whether no two runs hold samples of one series in
-// overlapping time ranges.
-func disjoint(runs []*runFile) bool {
-	if len(runs) < 2 {
-		return true
-	}
-	type span struct{ lo, hi int64 }
-	spans := make(map[uint32][]span)
-	for _, r := range runs {
-		for i := range r.series {
-			s := &r.series[i]
-			spans[s.id] = append(spans[s.id], span{s.minT, s.maxT})
-		}
-	}
-	for _, ss := range spans {
-		if len(ss) < 2 {
-			continue
-		}
-		sort.Slice(ss, func(i, j int) bool { return ss[i].lo < ss[j].lo })
-		for i := 1; i < len(ss); i++ {
-			if ss[i].lo <= ss[i-1].hi {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // commitBulk publishes the private runs of a bulk transaction; txn is its
@@ -313,15 +400,15 @@ func (db *DB) commitBulk(runs map[int64][]*runFile, txn uint64) error {
 	s.mu.Lock()
 	for _, rs := range runs {
 		for _, r := range rs {
-			for i := range r.series {
-				x := &r.series[i]
+			for i, ss := 0, r.index(); i < len(ss); i++ {
+				x := &ss[i]
 				if x.fine == fineText {
 					s.observeTextLocked(x.id, x.minT, "", model.QualityGood)
-					s.observeTextLocked(x.id, x.last.T, x.lastText, x.last.Q)
+					s.observeTextLocked(x.id, x.maxT, x.lastText, x.lastQ)
 					continue
 				}
-				s.observeLocked(x.id, x.minT, x.total.first, model.QualityGood)
-				s.observeLocked(x.id, x.last.T, x.last.V, x.last.Q)
+				s.observeLocked(x.id, x.minT, x.first, model.QualityGood)
+				s.observeLocked(x.id, x.maxT, x.lastV, x.lastQ)
 			}
 		}
 	}
@@ -342,9 +429,9 @@ func (db *DB) headsHold(runs map[int64][]*runFile) bool {
 		h.mu.RLock()
 		for _, rs := range runs {
 			for _, r := range rs {
-				for i := range r.series {
-					id := r.series[i].id
-					if int(id) < len(h.series) && h.series[id] != nil && len(h.series[id].ts) > 0 {
+				for i, ss := 0, r.index(); i < len(ss); i++ {
+					id := ss[i].id
+					if int(id) < len(h.series) && h.series[id] != nil && h.series[id].n > 0 {
 						h.mu.RUnlock()
 						return true
 					}
@@ -356,16 +443,17 @@ func (db *DB) headsHold(runs map[int64][]*runFile) bool {
 	return false
 }
 
-// writeRun writes inputs as a new run of partition p (not yet installed).
-func (db *DB) writeRun(p int64, in []runInput, fsync bool) (*runFile, error) {
-	sort.Slice(in, func(i, j int) bool { return in[i].id < in[j].id })
+// writeRunFrom writes n series as a new run of partition p (not yet
+// installed): next(i) returns the i-th, in increasing id order, valid
+// until the next call. text says whether any of them is a text series.
+func (db *DB) writeRunFrom(p int64, n int, next func(i int) *runInput, text, fsync bool) (*runFile, error) {
 	seq := db.allocSeq()
-	rw, err := createRun(db.fs, filepath.Join(db.dir, "runs"), p, seq, inputsHoldText(in))
+	rw, err := createRun(db.fs, filepath.Join(db.dir, "runs"), p, seq, text)
 	if err != nil {
 		return nil, err
 	}
-	for i := range in {
-		rw.add(&in[i], false)
+	for i := 0; i < n; i++ {
+		rw.add(next(i), false)
 	}
 	path, err := rw.finish(fsync)
 	if err != nil {
@@ -384,92 +472,6 @@ func (db *DB) openWritten(path string) (*runFile, error) {
 	}
 	db.stats.RunBytes.Add(r.size)
 	return r, nil
-}
-
-// mergeRuns writes one run holding the data of runs, given oldest first:
-// on equal timestamps the newer run wins. It works one series at a time
-// so memory stays bounded by the largest series of the day.
-func (db *DB) mergeRuns(p int64, runs []*runFile, dropRaw bool) (*runFile, error) {
-	ids := make(map[uint32]bool)
-	for _, r := range runs {
-		for i := range r.series {
-			ids[r.series[i].id] = true
-		}
-	}
-	order := make([]uint32, 0, len(ids))
-	for id := range ids {
-		order = append(order, id)
-	}
-	sort.Slice(order, func(i, j int) bool { return order[i] < order[j] })
-	rw, err := createRun(db.fs, filepath.Join(db.dir, "runs"), p, db.allocSeq(), runsHoldText(runs))
-	if err != nil {
-		return nil, err
-	}
-	var acc, next, tmp runInput
-	for _, id := range order {
-		acc.reset()
-		for _, r := range runs {
-			rs := r.find(id)
-			if rs == nil {
-				continue
-			}
-			next.reset()
-			if err := r.readAll(rs, &next); err != nil {
-				db.stats.CorruptBlocks.Add(1)
-				db.log.Error("merge skips damaged data", "err", err)
-			}
-			if len(next.ts) == 0 {
-				continue
-			}
-			if len(acc.ts) > 0 && (acc.xs != nil) != (next.xs != nil) {
-				acc.asText()
-				next.asText()
-			}
-			if len(acc.ts) == 0 || next.ts[0] > acc.ts[len(acc.ts)-1] {
-				if next.xs != nil {
-					acc.xs = append(acc.xs, next.xs...)
-				}
-				acc.ts = append(acc.ts, next.ts...)
-				acc.vs = append(acc.vs, next.vs...)
-				acc.qs = append(acc.qs, next.qs...)
-				continue
-			}
-			mergeSamples(&tmp, &acc, &next)
-			acc, tmp = tmp, acc
-		}
-		acc.id = id
-		rw.add(&acc, dropRaw)
-	}
-	path, err := rw.finish(true)
-	if err != nil {
-		return nil, err
-	}
-	db.stats.Compactions.Add(1)
-	return db.openWritten(path)
-}
-
-// mergeSamples merges two sorted sample sets into dst; b wins on equal times.
-func mergeSamples(dst, a, b *runInput) {
-	if a.xs != nil || b.xs != nil {
-		mergeText(dst, a, b)
-		return
-	}
-	dst.ts, dst.vs, dst.qs = dst.ts[:0], dst.vs[:0], dst.qs[:0]
-	dst.xs = nil
-	i, j := 0, 0
-	for i < len(a.ts) || j < len(b.ts) {
-		switch {
-		case j == len(b.ts) || (i < len(a.ts) && a.ts[i] < b.ts[j]):
-			dst.ts, dst.vs, dst.qs = append(dst.ts, a.ts[i]), append(dst.vs, a.vs[i]), append(dst.qs, a.qs[i])
-			i++
-		default:
-			if i < len(a.ts) && a.ts[i] == b.ts[j] {
-				i++
-			}
-			dst.ts, dst.vs, dst.qs = append(dst.ts, b.ts[j]), append(dst.vs, b.vs[j]), append(dst.qs, b.qs[j])
-			j++
-		}
-	}
 }
 
 // install makes new runs durable in the manifest, swaps them in, and
@@ -593,17 +595,20 @@ func (db *DB) enforceRetention() error {
 // has rollups.
 func hasRaw(runs []*runFile) bool {
 	for _, r := range runs {
-		for i := range r.series {
-			if s := &r.series[i]; s.fine != noTier && s.fine != fineText && len(s.chunks) > 0 {
-				return true
-			}
+		if r.rawTiered {
+			return true
 		}
 	}
 	return false
 }
 
+// compactQuiet is how long a day takes no new run before compact merges
+// it: merging a day at every flush while it is written is quadratic.
+const compactQuiet = time.Minute
+
 // compact merges the runs of each day that has more than one, except the
-// newest day (still being written) unless final.
+// newest day and days that took a run within compactQuiet (still being
+// written) unless final.
 func (db *DB) compact(final bool) error {
 	db.flushMu.Lock()
 	defer db.flushMu.Unlock()
@@ -625,6 +630,11 @@ func (db *DB) compact(final bool) error {
 		if p == newest && !final {
 			continue
 		}
+		if !final && time.Since(db.touched[p]) < compactQuiet {
+			// Still being written (a backfill, an upstream draining an
+			// outage): merged once it is quiet.
+			continue
+		}
 		select {
 		case <-db.stop:
 			if !final {
@@ -642,4 +652,25 @@ func (db *DB) compact(final bool) error {
 		}
 	}
 	return nil
+}
+
+// frontier returns, for each series in day p's runs, the time of its
+// newest sample there.
+func (db *DB) frontier(p int64) map[uint32]int64 {
+	db.mu.RLock()
+	runs := db.parts[p]
+	db.mu.RUnlock()
+	if len(runs) == 0 {
+		return nil
+	}
+	out := map[uint32]int64{}
+	for _, r := range runs {
+		for i, ss := 0, r.index(); i < len(ss); i++ {
+			s := &ss[i]
+			if t, ok := out[s.id]; !ok || s.maxT > t {
+				out[s.id] = s.maxT
+			}
+		}
+	}
+	return out
 }

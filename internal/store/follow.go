@@ -118,6 +118,9 @@ type Entry struct {
 	From   int64
 	To     int64
 	Series []model.Series // EntryLabels
+	// Replica marks points written by WriteReplica: copies of another
+	// Pith's values, which that Pith forwards itself.
+	Replica bool
 }
 
 // Batch is what Next returns: entries in commit order and the position
@@ -195,7 +198,8 @@ type follower struct {
 	open    bool        // a Follower is attached
 	cur     Position    // the next record to read
 	txns    map[uint64]*openTxn
-	unacked []ackPoint // batches handed out since the last Ack
+	unacked []ackPoint  // batches handed out since the last Ack
+	rd      *wal.Reader // while open: reads on where the last batch stopped
 }
 
 // openTxn is a bulk transaction or delete read but not committed yet.
@@ -300,6 +304,7 @@ func (db *DB) Follow(name string, opts FollowOptions) (*Follower, error) {
 		return nil, fmt.Errorf("follow %q: %w", name, err)
 	}
 	st.open = true
+	st.rd = db.wal.NewReader()
 	return &Follower{db: db, st: st}, nil
 }
 
@@ -351,7 +356,11 @@ func (db *DB) scanFollower(st *follower, to wal.Pos, max int, emit func(Entry)) 
 		return nil
 	}
 	var d dataRecord
-	err := db.wal.Read(st.cur.walPos(), to, func(pos, end wal.Pos, rec []byte) error {
+	read := db.wal.Read
+	if st.rd != nil {
+		read = st.rd.Read
+	}
+	err := read(st.cur.walPos(), to, func(pos, end wal.Pos, rec []byte) error {
 		if full() {
 			return errBatchFull
 		}
@@ -360,7 +369,7 @@ func (db *DB) scanFollower(st *follower, to wal.Pos, max int, emit func(Entry)) 
 			return nil
 		}
 		switch rec[0] {
-		case recData:
+		case recData, recReplica:
 			if err := decodeDataRecord(rec, &d); err != nil {
 				st.log.Error("follower skips undecodable wal record", "segment", pos.Segment, "offset", pos.Offset, "err", err)
 				break
@@ -379,14 +388,14 @@ func (db *DB) scanFollower(st *follower, to wal.Pos, max int, emit func(Entry)) 
 				st.log.Error("follower skips damaged wal record", "segment", pos.Segment, "offset", pos.Offset, "err", err)
 				break
 			}
-			send(Entry{ID: position(pos), Kind: EntryPoints, Points: pts, Texts: texts})
-		case recLabels:
+			send(Entry{ID: position(pos), Kind: EntryPoints, Points: pts, Texts: texts, Replica: rec[0] == recReplica})
+		case recLabels, recLabelsReplica:
 			series, err := decodeLabelsRecord(rec)
 			if err != nil {
 				st.log.Error("follower skips undecodable wal record", "segment", pos.Segment, "offset", pos.Offset, "err", err)
 				break
 			}
-			send(Entry{ID: position(pos), Kind: EntryLabels, Series: series})
+			send(Entry{ID: position(pos), Kind: EntryLabels, Series: series, Replica: rec[0] == recLabelsReplica})
 		case recDelete:
 			id, tag, from, to, err := decodeDeleteRecord(rec)
 			if err != nil {
@@ -568,7 +577,29 @@ func (db *DB) readBatch(st *follower, max int) (Batch, Position, error) {
 // cursor: a restart resumes there. Call it once the upstream has the
 // batch (and every one before it). Acknowledging a position already
 // passed is a no-op. WAL segments no follower needs any more are released.
+// The token stored with the cursor is kept (see AckToken).
 func (f *Follower) Ack(pos Position) error {
+	return f.ack(pos, false, 0)
+}
+
+// AckToken is Ack that also stores token with the cursor, in the same
+// atomic write: the follower's note of where its upstream stood once it
+// had every batch up to pos (a JetStream forwarder keeps the stream
+// sequence of its last confirmed publish). Token returns it after a
+// restart.
+func (f *Follower) AckToken(pos Position, token uint64) error {
+	return f.ack(pos, true, token)
+}
+
+// Token returns the token stored with the acknowledged cursor by the
+// last AckToken, in this process or before a restart; 0 when none.
+func (f *Follower) Token() uint64 {
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	return f.st.acked.Token
+}
+
+func (f *Follower) ack(pos Position, withToken bool, token uint64) error {
 	if f.closed.Load() {
 		return ErrClosed
 	}
@@ -585,6 +616,9 @@ func (f *Follower) Ack(pos Position) error {
 	}
 	next := st.acked
 	next.Cursor, next.Hold = pos, st.unacked[i].hold
+	if withToken {
+		next.Token = token
+	}
 	if err := writeFileAtomic(db.fs, st.path, encodeCursor(next)); err != nil {
 		st.mu.Unlock()
 		return fmt.Errorf("ack %v: write cursor: %w", pos, err)
@@ -608,6 +642,10 @@ func (f *Follower) Close() error {
 	f.st.mu.Lock()
 	f.st.open = false
 	f.st.unacked = nil
+	if f.st.rd != nil {
+		f.st.rd.Close()
+		f.st.rd = nil
+	}
 	f.st.mu.Unlock()
 	return nil
 }
@@ -645,11 +683,13 @@ func (db *DB) Unfollow(name string) error {
 
 // Followers describes every follower, sorted by name. It reads the WAL
 // between each cursor and the durable end to count the lag in records, so
-// it is for diagnostics, not for every write.
+// it is for diagnostics, not for every write. It holds no lock while it
+// reads: a scan of a long backlog (a gigabyte after an hour's outage) must
+// not hold up the release of segments, behind which the store's flushes,
+// hence its writers, and the followers' reads would wait. A segment
+// released meanwhile is counted no more.
 func (db *DB) Followers() []FollowerStats {
 	fl := db.follow
-	fl.retain.RLock()
-	defer fl.retain.RUnlock()
 	fl.mu.Lock()
 	all := make([]*follower, 0, len(fl.byName))
 	for _, st := range fl.byName {
@@ -681,10 +721,12 @@ func (db *DB) Followers() []FollowerStats {
 			}
 			s.LagBytes += max(0, hi-lo)
 		}
-		db.wal.Read(from, durable, func(_, _ wal.Pos, _ []byte) error {
+		rd := db.wal.NewReader() // skips a segment released under it
+		rd.Read(from, durable, func(_, _ wal.Pos, _ []byte) error {
 			s.LagRecords++
 			return nil
 		})
+		rd.Close()
 		out = append(out, s)
 	}
 	return out

@@ -14,6 +14,7 @@ var goldenCursor = cursorState{
 	Cursor:  Position{Segment: 12, Offset: 4096, Part: 3},
 	Hold:    wal.Pos{Segment: 11, Offset: 16},
 	Dropped: Dropped{Events: 2, Records: 170, Points: 17_000},
+	Token:   987_654_321,
 }
 
 // TestCursorGolden pins the bytes of a follower's cursor file
@@ -46,16 +47,42 @@ func TestCursorGolden(t *testing.T) {
 	}
 }
 
+// TestCursorV1 reads the cursor file of earlier releases
+// (testdata/format/follower-v1.cur, "PITHFOL1", without the upstream
+// token): the same state, token 0.
+func TestCursorV1(t *testing.T) {
+	buf, err := os.ReadFile(filepath.Join(goldenDir, "follower-v1.cur"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := goldenCursor
+	want.Token = 0
+	got, err := decodeCursor(buf)
+	if err != nil || got != want {
+		t.Fatalf("decode v1 cursor: %+v, %v; want %+v", got, err, want)
+	}
+	for i := range buf {
+		bad := bytes.Clone(buf)
+		bad[i] ^= 0x10
+		if _, err := decodeCursor(bad); err == nil {
+			t.Fatalf("flipped byte %d of a v1 cursor accepted", i)
+		}
+	}
+}
+
 func FuzzCursor(f *testing.F) {
 	if buf, err := os.ReadFile(filepath.Join(goldenDir, "follower.cur")); err == nil {
 		f.Add(buf)
 	}
 	f.Add(encodeCursor(cursorState{}))
 	f.Add([]byte(cursorMagic))
+	if buf, err := os.ReadFile(filepath.Join(goldenDir, "follower-v1.cur")); err == nil {
+		f.Add(buf)
+	}
 	f.Fuzz(func(t *testing.T, buf []byte) {
 		c, err := decodeCursor(buf)
-		if err != nil {
-			return
+		if err != nil || string(buf[:8]) == cursorMagicV1 {
+			return // a v1 file is rewritten as v2 at its next Ack
 		}
 		if !bytes.Equal(encodeCursor(c), buf) {
 			t.Fatalf("round trip of %+v changed the bytes", c)

@@ -368,3 +368,60 @@ func TestFollowDurableOnly(t *testing.T) {
 		t.Fatalf("after the fsync: %+v, %v", b, err)
 	}
 }
+
+// TestFollowToken keeps the token of AckToken with the cursor across a
+// restart; a plain Ack keeps the token it had.
+func TestFollowToken(t *testing.T) {
+	fs := vfs.NewFaultFS()
+	db, err := Open("/data", followOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := db.Follow("up", FollowOptions{Start: FollowFromOldest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Token() != 0 {
+		t.Fatalf("a new follower's token: %d", f.Token())
+	}
+	next := func(tm int64) Batch {
+		t.Helper()
+		if err := db.Write(context.Background(), []model.Point{{Tag: "s.a", T: tm, V: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := f.Next(drained(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if err := f.AckToken(next(1).End, 41); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Ack(next(2).End); err != nil {
+		t.Fatal(err)
+	}
+	if f.Token() != 41 {
+		t.Fatalf("token after a plain Ack: %d, want 41", f.Token())
+	}
+	b := next(3)
+	if err := f.AckToken(b.End, 42); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open("/data", followOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	f, err = db.Follow("up", FollowOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Token() != 42 {
+		t.Fatalf("token after a restart: %d, want 42", f.Token())
+	}
+}

@@ -209,8 +209,9 @@ func openRunBytes(t testing.TB, b []byte) (*runFile, error) {
 func decodeRun(r *runFile) (map[uint32]*runInput, int) {
 	out := make(map[uint32]*runInput)
 	bad := 0
-	for i := range r.series {
-		s := &r.series[i]
+	ss := r.index()
+	for i := range ss {
+		s := &ss[i]
 		in := &runInput{id: s.id}
 		var d decodedChunk
 		for j := range s.chunks {
@@ -274,7 +275,7 @@ func TestFormatGolden(t *testing.T) {
 			}
 			rs := r.find(w.id)
 			n := len(w.ts)
-			if rs.n != int64(n) || rs.minT != w.ts[0] || rs.maxT != w.ts[n-1] || rs.last.V != w.vs[n-1] || rs.last.Q != w.qs[n-1] {
+			if rs.n != int64(n) || rs.minT != w.ts[0] || rs.maxT != w.ts[n-1] || rs.lastV != w.vs[n-1] || rs.lastQ != w.qs[n-1] {
 				t.Fatalf("series %d index entry %+v does not match its samples", w.id, rs)
 			}
 			// Every tier must agree with the samples it summarises.
@@ -527,8 +528,8 @@ func FuzzInflateIndex(f *testing.F) {
 		if err := r.parseIndex(raw); err != nil {
 			return
 		}
-		for i := range r.series {
-			s := &r.series[i]
+		for i := range r.parsed {
+			s := &r.parsed[i]
 			for _, c := range s.chunks {
 				if int64(c.off)+int64(c.len) > r.size {
 					t.Fatalf("series %d: chunk %+v past the end of the run", s.id, c)
@@ -585,12 +586,12 @@ func encodeIndex(part int64, seq uint64, series []runSeries, firstOff []int64) [
 		x = binary.AppendUvarint(x, uint64(s.n))
 		x = binary.AppendVarint(x, s.minT)
 		x = binary.AppendVarint(x, s.maxT)
-		x = appendF64(x, s.last.V)
-		x = append(x, byte(s.last.Q), s.fine)
-		x = appendF64(x, s.total.sum)
-		x = appendF64(x, s.total.min)
-		x = appendF64(x, s.total.max)
-		x = appendF64(x, s.total.first)
+		x = appendF64(x, s.lastV)
+		x = append(x, byte(s.lastQ), s.fine)
+		x = appendF64(x, s.sum)
+		x = appendF64(x, s.min)
+		x = appendF64(x, s.max)
+		x = appendF64(x, s.first)
 		x = binary.AppendUvarint(x, uint64(len(s.chunks)))
 		x = binary.AppendUvarint(x, uint64(firstOff[i]))
 		prevEnd := s.minT
@@ -603,8 +604,8 @@ func encodeIndex(part int64, seq uint64, series []runSeries, firstOff []int64) [
 		}
 		if s.fine != noTier && s.fine != fineText {
 			for l := int(s.fine); l < numTiers; l++ {
-				x = binary.AppendUvarint(x, uint64(s.tiers[l].n))
-				x = binary.AppendUvarint(x, uint64(s.tiers[l].len))
+				x = binary.AppendUvarint(x, uint64(s.tier(l).n))
+				x = binary.AppendUvarint(x, uint64(s.tier(l).len))
 			}
 		}
 	}
@@ -622,13 +623,13 @@ func goldenIndex(t *testing.T) ([]byte, []runSeries, []int64) {
 		t.Fatal(err)
 	}
 	defer r.close()
-	series := append([]runSeries(nil), r.series...)
+	series := append([]runSeries(nil), r.index()...)
 	offs := make([]int64, len(series))
 	for i, s := range series {
 		if len(s.chunks) > 0 {
 			offs[i] = int64(s.chunks[0].off)
 		} else {
-			offs[i] = int64(s.tiers[s.fine].off)
+			offs[i] = int64(s.tier(int(s.fine)).off)
 		}
 	}
 	return blocks, series, offs
@@ -683,7 +684,8 @@ func TestRunIndexTierCountBounded(t *testing.T) {
 		t.Fatal("golden series 0 has no tiers")
 	}
 	s.n = 1 << 40
-	s.tiers[s.fine].n = 1 << 30
+	s.tiers = append([]tierRef(nil), s.tiers...)
+	s.tier(int(s.fine)).n = 1 << 30
 	r, err := openRunBytes(t, buildRun(blocks, encodeIndex(goldenPart, 42, series, offs)))
 	if err != nil {
 		return

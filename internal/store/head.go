@@ -1,6 +1,7 @@
 package store
 
 import (
+	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -9,46 +10,83 @@ import (
 	"github.com/pith-historian/pith/internal/model"
 )
 
-// headSeries holds one tag's unflushed samples in arrival order. While
-// sorted is true the samples are strictly increasing in time; a late or
-// repeated timestamp clears it and sortDedup restores the order, keeping
-// the last written value of each timestamp.
+// headSeries holds one tag's unflushed samples in arrival order: sealed
+// blocks, encoded as run chunks are (head_block.go), then a raw tail of at
+// most headBlockSamples samples. Encoded, a sample costs a few bytes
+// instead of the 17 of the raw arrays, so a head that holds ten minutes at
+// 1,000 values/s stays small. While sorted is true the samples are
+// strictly increasing in time; a late or repeated timestamp clears it and
+// sortDedup restores the order, keeping the last written value of each
+// timestamp.
 type headSeries struct {
+	blocks []headBlock
+	// The tail: samples not yet sealed into a block. xs holds the values
+	// of a text series (vs then holds zeros, so that code moving samples
+	// around treats both kinds alike); nil for a numeric series.
 	ts     []int64
 	vs     []float64
 	qs     []model.Quality
+	xs     []string
+	n      int   // samples in blocks and tail
+	lastT  int64 // the time of the sample appended last
 	sorted bool
-	// xs holds the values of a text series (vs then holds zeros, so that
-	// code moving samples around treats both kinds alike); nil for a
-	// numeric series.
-	xs []string
+	text   bool // a text series: its blocks hold text
+	// raw keeps every sample in the tail (no blocks): the private head of
+	// a bulk load, which is written out as soon as it is full and whose
+	// staging must not pay for encoding.
+	raw bool
 }
+
+// headBlockSamples is how many samples a head series keeps raw before it
+// encodes them into a block. Blocks of 256 compress nearly as well as run
+// chunks (the column encodings work in groups of 128) while the raw tail
+// of a busy tag stays under 5 KB.
+const headBlockSamples = 256
 
 // appendText adds a text sample.
 func (s *headSeries) appendText(t int64, x string, q model.Quality) {
-	s.append(t, 0, q)
+	s.push(t, 0, q)
 	s.xs = append(s.xs, x)
+	s.sealIfFull()
 }
 
 func (s *headSeries) append(t int64, v float64, q model.Quality) {
-	n := len(s.ts)
-	if n > 0 && t <= s.ts[n-1] {
+	s.push(t, v, q)
+	s.sealIfFull()
+}
+
+// push adds a sample to the tail; a text sample's value follows in xs.
+func (s *headSeries) push(t int64, v float64, q model.Quality) {
+	if s.n > 0 && t <= s.lastT {
 		s.sorted = false
 	}
-	if n == cap(s.ts) {
+	if len(s.ts) == cap(s.ts) {
 		s.grow()
 	}
 	s.ts = append(s.ts, t)
 	s.vs = append(s.vs, v)
 	s.qs = append(s.qs, q)
+	s.lastT = t
+	s.n++
 }
 
-// grow doubles the capacity: append's own growth slows to 1.25x for large
-// slices, which copies a big head many times over.
+// sealIfFull encodes a full tail into a block.
+func (s *headSeries) sealIfFull() {
+	if !s.raw && len(s.ts) >= headBlockSamples {
+		s.seal()
+	}
+}
+
+// grow doubles the tail's capacity (up to a block): append's own growth
+// slows to 1.25x for large slices, which copies a big raw head many times
+// over.
 func (s *headSeries) grow() {
 	c := 2 * cap(s.ts)
 	if c < 64 {
 		c = 64
+	}
+	if !s.raw && c > headBlockSamples {
+		c = headBlockSamples
 	}
 	ts := make([]int64, len(s.ts), c)
 	copy(ts, s.ts)
@@ -60,31 +98,51 @@ func (s *headSeries) grow() {
 }
 
 // sortDedup orders the samples by time; of equal timestamps the one written
-// last wins.
+// last wins. An unsorted series is decoded whole, sorted and encoded again:
+// late writes are rare, and a frozen head is sorted once.
 func (s *headSeries) sortDedup() {
 	if s.sorted {
 		return
 	}
-	sort.Stable(byTime{s})
+	var in runInput
+	s.readAll(&in)
+	sort.Stable(byTime{&in})
 	w := 0
-	for i := range s.ts {
-		if i+1 < len(s.ts) && s.ts[i+1] == s.ts[i] {
+	for i := range in.ts {
+		if i+1 < len(in.ts) && in.ts[i+1] == in.ts[i] {
 			continue // a later write of the same timestamp follows
 		}
-		s.ts[w], s.vs[w], s.qs[w] = s.ts[i], s.vs[i], s.qs[i]
-		if s.xs != nil {
-			s.xs[w] = s.xs[i]
+		in.ts[w], in.vs[w], in.qs[w] = in.ts[i], in.vs[i], in.qs[i]
+		if in.xs != nil {
+			in.xs[w] = in.xs[i]
 		}
 		w++
 	}
-	s.ts, s.vs, s.qs = s.ts[:w], s.vs[:w], s.qs[:w]
+	in.ts, in.vs, in.qs = in.ts[:w], in.vs[:w], in.qs[:w]
+	if in.xs != nil {
+		in.xs = in.xs[:w]
+	}
+	s.rebuild(&in)
+}
+
+// rebuild replaces the samples of s with in, which is sorted.
+func (s *headSeries) rebuild(in *runInput) {
+	s.blocks, s.n = nil, 0
+	s.ts, s.vs, s.qs = s.ts[:0], s.vs[:0], s.qs[:0]
 	if s.xs != nil {
-		s.xs = s.xs[:w]
+		s.xs = s.xs[:0]
+	}
+	for i, t := range in.ts {
+		if s.text {
+			s.appendText(t, in.xs[i], in.qs[i])
+		} else {
+			s.append(t, in.vs[i], in.qs[i])
+		}
 	}
 	s.sorted = true
 }
 
-type byTime struct{ s *headSeries }
+type byTime struct{ s *runInput }
 
 func (b byTime) Len() int           { return len(b.s.ts) }
 func (b byTime) Less(i, j int) bool { return b.s.ts[i] < b.s.ts[j] }
@@ -98,6 +156,182 @@ func (b byTime) Swap(i, j int) {
 	}
 }
 
+// readAll appends every sample of s to out, in arrival order.
+func (s *headSeries) readAll(out *runInput) {
+	s.read(math.MinInt64, math.MaxInt64, out)
+}
+
+// read appends the samples of s in [from, to) to out; they are in time
+// order when s is sorted. It changes nothing in s, so a frozen head is
+// read by many queries at once; out is the caller's own copy.
+func (s *headSeries) read(from, to int64, out *runInput) {
+	if s.text && out.xs == nil {
+		out.xs = []string{}
+	}
+	var d decodedChunk
+	for i := range s.blocks {
+		b := &s.blocks[i]
+		if b.maxT < from || b.minT >= to {
+			continue
+		}
+		if err := b.decode(s.text, &d); err != nil {
+			// Only this process wrote the block, from memory: a failed
+			// decode is a bug, not damage.
+			panic("store: decode head block: " + err.Error())
+		}
+		appendRange(out, d.ts, d.vs, d.qs, d.xs, from, to)
+	}
+	i, j := s.tailRange(from, to)
+	for k := i; k < j; k++ {
+		if t := s.ts[k]; t >= from && t < to {
+			out.ts = append(out.ts, t)
+			out.vs = append(out.vs, s.vs[k])
+			out.qs = append(out.qs, s.qs[k])
+			if s.text {
+				out.xs = append(out.xs, s.xs[k])
+			}
+		}
+	}
+}
+
+// tailRange returns the part of the tail that may hold samples in [from,
+// to): found by binary search when s is sorted (a bulk load's raw head
+// holds a million samples over many days, read a day at a time), else all
+// of it.
+func (s *headSeries) tailRange(from, to int64) (int, int) {
+	if !s.sorted {
+		return 0, len(s.ts)
+	}
+	i := sort.Search(len(s.ts), func(k int) bool { return s.ts[k] >= from })
+	j := i + sort.Search(len(s.ts)-i, func(k int) bool { return s.ts[i+k] >= to })
+	return i, j
+}
+
+// view returns the samples of s in [from, to) without copying them, when
+// s is sorted and has no blocks (a raw head, or a short series); ok is
+// false otherwise. The caller must not change them.
+func (s *headSeries) view(from, to int64) (in runInput, ok bool) {
+	if len(s.blocks) > 0 || !s.sorted {
+		return runInput{}, false
+	}
+	i, j := s.tailRange(from, to)
+	in = runInput{ts: s.ts[i:j], vs: s.vs[i:j], qs: s.qs[i:j]}
+	if s.text {
+		in.xs = s.xs[i:j]
+	}
+	return in, true
+}
+
+// count returns at most how many samples read(from, to) appends: those of
+// the blocks and tail that meet [from, to), so that a reader sizes its
+// arrays once instead of growing them by copies.
+func (s *headSeries) count(from, to int64) int {
+	n := 0
+	for i := range s.blocks {
+		if b := &s.blocks[i]; b.maxT >= from && b.minT < to {
+			n += int(b.n)
+		}
+	}
+	i, j := s.tailRange(from, to)
+	return n + j - i
+}
+
+// appendRange appends the decoded samples in [from, to) to out.
+func appendRange(out *runInput, ts []int64, vs []float64, qs []uint8, xs []string, from, to int64) {
+	for j, t := range ts {
+		if t >= from && t < to {
+			out.ts = append(out.ts, t)
+			out.vs = append(out.vs, vs[j])
+			out.qs = append(out.qs, model.Quality(qs[j]))
+			if xs != nil {
+				out.xs = append(out.xs, xs[j])
+			}
+		}
+	}
+}
+
+// days returns the day partitions s has samples in, in increasing order;
+// s is sorted.
+func (s *headSeries) days() []int64 {
+	var out []int64
+	add := func(p int64) {
+		if len(out) == 0 || out[len(out)-1] != p {
+			out = append(out, p)
+		}
+	}
+	var d decodedChunk
+	for i := range s.blocks {
+		b := &s.blocks[i]
+		if p0 := partitionOf(b.minT); p0 == partitionOf(b.maxT) {
+			add(p0)
+			continue
+		}
+		if err := b.decodeTimes(&d); err != nil {
+			panic("store: decode head block: " + err.Error())
+		}
+		for _, t := range d.ts {
+			add(partitionOf(t))
+		}
+	}
+	for _, t := range s.ts {
+		add(partitionOf(t))
+	}
+	return out
+}
+
+// bounds returns the first time and the newest sample (with its text for
+// a text series) of a sorted, non-empty s.
+func (s *headSeries) bounds() (first int64, last model.Sample, text string) {
+	if len(s.blocks) > 0 {
+		first = s.blocks[0].minT
+	} else {
+		first = s.ts[0]
+	}
+	if k := len(s.ts) - 1; k >= 0 {
+		last = model.Sample{T: s.ts[k], V: s.vs[k], Q: s.qs[k]}
+		if s.text {
+			text = s.xs[k]
+		}
+		return first, last, text
+	}
+	var d decodedChunk
+	if err := s.blocks[len(s.blocks)-1].decode(s.text, &d); err != nil {
+		panic("store: decode head block: " + err.Error())
+	}
+	k := len(d.ts) - 1
+	last = model.Sample{T: d.ts[k], V: d.vs[k], Q: model.Quality(d.qs[k])}
+	if s.text {
+		text = d.xs[k]
+	}
+	return first, last, text
+}
+
+// dropRange removes the samples in [from, to) and returns how many; s is
+// sorted.
+func (s *headSeries) dropRange(from, to int64) int {
+	var in runInput
+	s.readAll(&in)
+	cut(&in, from, to)
+	gone := s.n - len(in.ts)
+	if gone > 0 {
+		s.rebuild(&in)
+	}
+	return gone
+}
+
+// toText turns a numeric series into a text one: a numeric sample raced
+// the first text of its tag (write.go refuses mixed kinds before the WAL;
+// this is the rare race). Its numbers become empty texts.
+func (s *headSeries) toText() {
+	var in runInput
+	s.readAll(&in)
+	in.xs = make([]string, len(in.ts))
+	sorted := s.sorted
+	s.text, s.xs = true, []string{}
+	s.rebuild(&in)
+	s.sorted = sorted
+}
+
 // head is the in-memory part of the store. The active head takes applied
 // writes under mu; a frozen head is sorted, immutable and read without locks.
 type head struct {
@@ -106,12 +340,18 @@ type head struct {
 	samples int
 	born    time.Time // when its first sample arrived
 	frozen  bool
+	raw     bool // series keep their samples raw (a bulk load's private head)
 }
 
 func newHead() *head { return &head{} }
 
-// appendLocked adds a sample; the caller holds h.mu for writing.
-func (h *head) appendLocked(id uint32, t int64, v float64, q model.Quality, now func() time.Time) {
+// newRawHead returns a head whose series are never encoded: a bulk load
+// stages into it and writes it out as soon as it is full.
+func newRawHead() *head { return &head{raw: true} }
+
+// seriesFor returns the series of id, created when missing; the caller
+// holds h.mu for writing.
+func (h *head) seriesFor(id uint32, text bool) *headSeries {
 	if int(id) >= len(h.series) {
 		n := make([]*headSeries, int(id)+1+len(h.series)/2)
 		copy(n, h.series)
@@ -119,14 +359,24 @@ func (h *head) appendLocked(id uint32, t int64, v float64, q model.Quality, now 
 	}
 	s := h.series[id]
 	if s == nil {
-		s = &headSeries{sorted: true}
+		s = &headSeries{sorted: true, raw: h.raw, text: text}
+		if text {
+			s.xs = []string{}
+		}
 		h.series[id] = s
 	}
-	s.append(t, v, q)
-	if s.xs != nil {
+	return s
+}
+
+// appendLocked adds a sample; the caller holds h.mu for writing.
+func (h *head) appendLocked(id uint32, t int64, v float64, q model.Quality, now func() time.Time) {
+	s := h.seriesFor(id, false)
+	if s.text {
 		// A numeric sample raced the first text of the tag: it is kept,
 		// as its text.
-		s.xs = append(s.xs, strconv.FormatFloat(v, 'g', -1, 64))
+		s.appendText(t, strconv.FormatFloat(v, 'g', -1, 64), q)
+	} else {
+		s.append(t, v, q)
 	}
 	if h.samples == 0 {
 		h.born = now()
@@ -138,20 +388,11 @@ func (h *head) appendLocked(id uint32, t int64, v float64, q model.Quality, now 
 // It counts for 1 + len(x)/textWeight samples, so that HeadMaxSamples
 // bounds the memory of text as it does that of numbers.
 func (h *head) appendTextLocked(id uint32, t int64, x string, q model.Quality, now func() time.Time) {
-	if int(id) >= len(h.series) {
-		n := make([]*headSeries, int(id)+1+len(h.series)/2)
-		copy(n, h.series)
-		h.series = n
-	}
-	s := h.series[id]
-	if s == nil {
-		s = &headSeries{sorted: true, xs: []string{}}
-		h.series[id] = s
-	}
-	if s.xs == nil {
+	s := h.seriesFor(id, true)
+	if !s.text {
 		// A numeric sample raced the first text of the tag (write.go
 		// refuses mixed kinds before the WAL; this is the rare race).
-		s.xs = make([]string, len(s.ts))
+		s.toText()
 	}
 	s.appendText(t, x, q)
 	if h.samples == 0 {
@@ -161,7 +402,7 @@ func (h *head) appendTextLocked(id uint32, t int64, x string, q model.Quality, n
 }
 
 // textWeight is how many bytes of text count as one more head sample: a
-// numeric sample costs about 17 bytes of head memory.
+// raw numeric sample costs about 17 bytes of head memory.
 const textWeight = 16
 
 // size returns the sample count and when the first sample arrived.
@@ -183,8 +424,9 @@ func (h *head) freeze() {
 	h.mu.Unlock()
 }
 
-// get returns the sorted samples of id; for the active head the caller holds
-// h.mu for writing (sorting may be needed) and must copy what it keeps.
+// getSorted returns the sorted samples of id; for the active head the
+// caller holds h.mu for writing (sorting may be needed) and must copy what
+// it keeps.
 func (h *head) getSorted(id uint32) *headSeries {
 	if int(id) >= len(h.series) {
 		return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 
 	"github.com/pith-historian/pith/internal/model"
@@ -126,13 +127,13 @@ func (db *DB) Aggregate(tag string, from, to int64, n int, agg model.Agg) ([]Buc
 }
 
 // headPieces returns the unflushed samples of id in [from, to), oldest head
-// first. Frozen heads are shared; the active head's samples are copied.
-// The caller holds db.mu.
+// first, decoded into copies of the query's own: the heads hold them
+// encoded. The caller holds db.mu.
 func (db *DB) headPieces(id uint32, from, to int64) []runInput {
 	var out []runInput
 	for _, h := range db.frozen {
 		if int(id) < len(h.series) && h.series[id] != nil {
-			if p := clip(h.series[id], from, to); len(p.ts) > 0 {
+			if p := readHead(h.series[id], from, to); len(p.ts) > 0 {
 				out = append(out, p)
 			}
 		}
@@ -140,13 +141,7 @@ func (db *DB) headPieces(id uint32, from, to int64) []runInput {
 	h := db.active
 	h.mu.Lock()
 	if s := h.getSorted(id); s != nil {
-		if p := clip(s, from, to); len(p.ts) > 0 {
-			p.ts = append([]int64(nil), p.ts...)
-			p.vs = append([]float64(nil), p.vs...)
-			p.qs = append([]model.Quality(nil), p.qs...)
-			if p.xs != nil {
-				p.xs = append([]string{}, p.xs...)
-			}
+		if p := readHead(s, from, to); len(p.ts) > 0 {
 			out = append(out, p)
 		}
 	}
@@ -154,14 +149,15 @@ func (db *DB) headPieces(id uint32, from, to int64) []runInput {
 	return out
 }
 
-func clip(s *headSeries, from, to int64) runInput {
-	i := sort.Search(len(s.ts), func(k int) bool { return s.ts[k] >= from })
-	j := sort.Search(len(s.ts), func(k int) bool { return s.ts[k] >= to })
-	in := runInput{ts: s.ts[i:j], vs: s.vs[i:j], qs: s.qs[i:j]}
-	if s.xs != nil {
-		in.xs = s.xs[i:j]
+// readHead returns the samples of s in [from, to) in arrays sized once.
+func readHead(s *headSeries, from, to int64) runInput {
+	n := s.count(from, to)
+	if n == 0 {
+		return runInput{}
 	}
-	return in
+	p := runInput{ts: make([]int64, 0, n), vs: make([]float64, 0, n), qs: make([]model.Quality, 0, n)}
+	s.read(from, to, &p)
+	return p
 }
 
 // forPartitions calls fn for every day in [from, to) that has runs or head
@@ -283,11 +279,24 @@ func daySeries(runs []*runFile, id uint32, from, to int64) []seriesRef {
 }
 
 // overlay merges unflushed head pieces, oldest first, over sorted run
-// samples: on equal times the newer write wins.
+// samples: on equal times the newer write wins. base is the caller's own
+// (built by appending); a head piece wholly after it, the usual case of a
+// query reaching now, is appended to it rather than merged into a copy
+// of both, which would hold the query's samples twice.
 func overlay(base runInput, heads []runInput) runInput {
 	var tmp runInput
 	for i := range heads {
-		mergeSamples(&tmp, &base, &heads[i])
+		h := &heads[i]
+		if n := len(base.ts); n > 0 && len(h.ts) > 0 && h.ts[0] > base.ts[n-1] && (base.xs == nil) == (h.xs == nil) {
+			base.ts = append(base.ts, h.ts...)
+			base.vs = append(base.vs, h.vs...)
+			base.qs = append(base.qs, h.qs...)
+			if h.xs != nil {
+				base.xs = append(base.xs, h.xs...)
+			}
+			continue
+		}
+		mergeSamples(&tmp, &base, h)
 		base, tmp = tmp, base
 	}
 	return base
@@ -333,7 +342,8 @@ func (q *query) addRange(r *runFile, rs *runSeries, level int, lo, hi int64, a *
 		return
 	}
 	if lo <= rs.minT && hi > rs.maxT {
-		a.merge(&rs.total)
+		t := rs.total()
+		a.merge(&t)
 		return
 	}
 	if rs.fine == noTier || level < int(rs.fine) {
@@ -463,8 +473,20 @@ func (db *DB) Raw(tag string, from, to int64, limit int) ([]model.Sample, error)
 	var base runInput
 	db.mu.RLock()
 	heads := db.headPieces(id, from, to)
+	extra := 0 // the head samples overlay appends
+	for _, h := range heads {
+		extra += len(h.ts)
+	}
 	db.forPartitions(from, to, nil, func(p int64, runs []*runFile, _ []runInput) bool {
-		for _, x := range daySeries(runs, id, from, to) {
+		refs := daySeries(runs, id, from, to)
+		// The answer's arrays are sized once: growing them by appends
+		// copied the samples of a long window several times over.
+		n := extra
+		for _, x := range refs {
+			n += x.s.countIn(from, to)
+		}
+		base.ts, base.vs, base.qs = slices.Grow(base.ts, n), slices.Grow(base.vs, n), slices.Grow(base.qs, n)
+		for _, x := range refs {
 			q.readRange(x.r, x.s, from, to, &base)
 		}
 		// Days come in time order: with nothing unflushed to merge, the

@@ -159,7 +159,6 @@ func buildTiers(fine uint8, ts []int64, vs []float64) [][]cell {
 		return nil
 	}
 	e, decimal := chunkenc.DecimalExponent(vs)
-	out := make([][]cell, numTiers)
 	w := tierWidth[fine]
 	var cur []cell
 	for i, t := range ts {
@@ -169,9 +168,17 @@ func buildTiers(fine uint8, ts []int64, vs []float64) [][]cell {
 		}
 		cur[len(cur)-1].addSample(t, vs[i])
 	}
+	return rollUp(fine, cur, e, decimal)
+}
+
+// rollUp returns the tiers fine..numTiers-1 from the cells of tier fine
+// (which it rounds in place): each coarser tier merges the cells of the
+// one below it. With decimal, sums are rounded to e decimals.
+func rollUp(fine uint8, cur []cell, e int, decimal bool) [][]cell {
+	out := make([][]cell, numTiers)
 	for l := int(fine); l < numTiers; l++ {
 		if l > int(fine) {
-			w = tierWidth[l]
+			w := tierWidth[l]
 			var up []cell
 			for i := range cur {
 				s := floorTo(cur[i].start, w)

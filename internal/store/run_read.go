@@ -10,6 +10,8 @@ import (
 	"math"
 	"os"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/pith-historian/pith/internal/crc32c"
@@ -36,18 +38,39 @@ type tierRef struct {
 	blockRef
 }
 
-// runSeries is the index entry of one series in a run.
+// runSeries is the index entry of one series in a run. Every open run
+// keeps one per series it holds, so a store of many tags and days holds
+// many of them: the fields the index repeats (the last sample's time is
+// maxT, the totals' count and ends are n, minT, maxT and lastV) are not
+// stored twice, and the chunk and tier references of all series share one
+// array per run (docs/scaling.md, "Idle memory per tag").
 type runSeries struct {
-	id         uint32
-	n          int64
-	minT, maxT int64
-	last       model.Sample
-	lastText   string // the value at maxT of a text series
-	total      acc
-	fine       uint8
-	chunks     []chunkRef
-	tiers      [numTiers]tierRef
+	id    uint32
+	fine  uint8
+	lastQ model.Quality
+	n     int64
+	minT  int64
+	maxT  int64
+	lastV float64
+	// sum, min, max and first are the totals over the run (total).
+	sum, min, max, first float64
+	lastText             string     // the value at maxT of a text series
+	chunks               []chunkRef // shares the run's array
+	tiers                []tierRef  // levels fine.. (tier), shares the run's array
 }
+
+// last returns the newest sample of the series in the run.
+func (s *runSeries) last() model.Sample {
+	return model.Sample{T: s.maxT, V: s.lastV, Q: s.lastQ}
+}
+
+// total returns the aggregate of the whole series in the run.
+func (s *runSeries) total() acc {
+	return acc{n: s.n, sum: s.sum, min: s.min, max: s.max, first: s.first, last: s.lastV, firstK: s.minT, lastK: s.maxT}
+}
+
+// tier returns the reference of tier level l, which is fine or coarser.
+func (s *runSeries) tier(l int) *tierRef { return &s.tiers[l-int(s.fine)] }
 
 // runFile is an open, immutable run. data is the memory-mapped file.
 type runFile struct {
@@ -57,7 +80,73 @@ type runFile struct {
 	size   int64
 	data   []byte
 	mapped bool
-	series []runSeries // by id
+	// parsed is what parseIndex read; openRun moves it to idx.
+	parsed []runSeries
+	// Read from the index once: whether a series with rollups still has
+	// raw chunks here (hasRaw), whether a series holds text (runsHoldText).
+	rawTiered, text bool
+	// idx holds the index entries, by id, while they are in memory (see
+	// index); touched is set by each use and cleared by dropIdleIndexes.
+	idx     atomic.Pointer[[]runSeries]
+	touched atomic.Bool
+	idxMu   sync.Mutex // serialises reloads
+}
+
+// index returns the run's index entries, reading them from the file again
+// when dropIdleIndexes dropped them. A run whose index can no longer be
+// read (the file was damaged after it was opened) answers no entries: its
+// data is skipped, as a run unreadable at open is. Callers may keep the
+// slice while they use it: a drop only forgets it.
+func (r *runFile) index() []runSeries {
+	if !r.touched.Load() {
+		r.touched.Store(true)
+	}
+	if p := r.idx.Load(); p != nil {
+		return *p
+	}
+	r.idxMu.Lock()
+	defer r.idxMu.Unlock()
+	if p := r.idx.Load(); p != nil {
+		return *p
+	}
+	t := &runFile{path: r.path, size: r.size, data: r.data}
+	var err error
+	if r.mapped {
+		var f *os.File
+		if f, err = os.Open(r.path); err == nil {
+			err = t.loadIndex(func(off, n int64) ([]byte, error) {
+				b := make([]byte, n)
+				_, err := f.ReadAt(b, off)
+				return b, err
+			})
+			f.Close()
+		}
+	} else if r.data != nil {
+		err = t.loadIndex(func(off, n int64) ([]byte, error) { return r.data[off : off+n], nil })
+	}
+	if err != nil || r.data == nil {
+		return nil
+	}
+	r.idx.Store(&t.parsed)
+	return t.parsed
+}
+
+// dropIndex forgets the index entries; the next index call reads them
+// again. It returns how many entries were dropped.
+func (r *runFile) dropIndex() int {
+	if p := r.idx.Swap(nil); p != nil {
+		return len(*p)
+	}
+	return 0
+}
+
+// samples returns how many samples r holds.
+func (r *runFile) samples() int64 {
+	var n int64
+	for i, ss := 0, r.index(); i < len(ss); i++ {
+		n += ss[i].n
+	}
+	return n
 }
 
 // openRun opens a run file: memory-mapped on the real filesystem, so that
@@ -94,6 +183,7 @@ func openRun(fs vfs.FS, path string) (*runFile, error) {
 			r.close()
 			return nil, err
 		}
+		r.keepParsed()
 		return r, nil
 	}
 	data, err := readFile(fs, path)
@@ -108,7 +198,14 @@ func openRun(fs vfs.FS, path string) (*runFile, error) {
 		r.close()
 		return nil, err
 	}
+	r.keepParsed()
 	return r, nil
+}
+
+func (r *runFile) keepParsed() {
+	p := r.parsed
+	r.parsed = nil
+	r.idx.Store(&p)
 }
 
 func (r *runFile) close() {
@@ -241,21 +338,31 @@ func (r *runFile) parseIndex(idx []byte) error {
 	if n > uint64(len(idx)) {
 		return errors.New("bad series count")
 	}
-	r.series = make([]runSeries, 0, n)
+	r.parsed = make([]runSeries, 0, n)
+	// The chunk and tier references go to one array each, grown as
+	// needed; the series' slices are set once they are complete, since
+	// growing moves the arrays.
+	type span struct{ c0, c1, t0, t1 int }
+	spans := make([]span, 0, n)
+	var chunks []chunkRef
+	var tiers []tierRef
 	for i := uint64(0); i < n && br.err == nil; i++ {
 		var s runSeries
 		s.id = uint32(br.uvarint())
 		s.n = int64(br.uvarint())
 		s.minT = br.varint()
 		s.maxT = br.varint()
-		s.last = model.Sample{T: s.maxT, V: br.f64(), Q: model.Quality(br.byte1())}
+		s.lastV = br.f64()
+		s.lastQ = model.Quality(br.byte1())
 		s.fine = br.byte1()
-		s.total = acc{n: s.n, sum: br.f64(), min: br.f64(), max: br.f64(), first: br.f64(), last: s.last.V, firstK: s.minT, lastK: s.maxT}
+		s.sum, s.min, s.max, s.first = br.f64(), br.f64(), br.f64(), br.f64()
 		nc := br.uvarint()
 		if nc > uint64(len(br.b)) {
 			return errors.New("bad chunk count")
 		}
-		s.chunks = make([]chunkRef, nc)
+		sp := span{c0: len(chunks), t0: len(tiers)}
+		chunks = append(chunks, make([]chunkRef, nc)...)
+		s.chunks = chunks[sp.c0:]
 		uoff := br.uvarint()
 		if uoff < runHeaderSize || uoff > uint64(r.size) {
 			return errors.New("chunk offset out of range")
@@ -289,8 +396,11 @@ func (r *runFile) parseIndex(idx []byte) error {
 			if int(s.fine) >= numTiers {
 				return errors.New("bad tier")
 			}
+			sp.t0 = len(tiers)
+			tiers = append(tiers, make([]tierRef, numTiers-int(s.fine))...)
+			s.tiers = tiers[sp.t0:]
 			for l := int(s.fine); l < numTiers; l++ {
-				t := &s.tiers[l]
+				t := s.tier(l)
 				tn, tl := br.uvarint(), br.uvarint()
 				if tn > uint64(partitionMs/tierWidth[l]) || tl < 4 || tl > uint64(r.size) {
 					return errors.New("tier reference out of range")
@@ -302,19 +412,52 @@ func (r *runFile) parseIndex(idx []byte) error {
 				}
 			}
 		}
-		if len(r.series) > 0 && r.series[len(r.series)-1].id >= s.id {
+		if len(r.parsed) > 0 && r.parsed[len(r.parsed)-1].id >= s.id {
 			return errors.New("series out of order")
 		}
-		r.series = append(r.series, s)
+		sp.c1, sp.t1 = len(chunks), len(tiers)
+		s.chunks, s.tiers = nil, nil
+		r.rawTiered = r.rawTiered || s.fine != noTier && s.fine != fineText && nc > 0
+		r.text = r.text || s.fine == fineText
+		r.parsed = append(r.parsed, s)
+		spans = append(spans, sp)
 	}
-	return br.err
+	if br.err != nil {
+		return br.err
+	}
+	// Exact copies: append's spare capacity would stay resident.
+	chunks = append([]chunkRef(nil), chunks...)
+	tiers = append([]tierRef(nil), tiers...)
+	for i := range r.parsed {
+		sp := spans[i]
+		if sp.c1 > sp.c0 {
+			r.parsed[i].chunks = chunks[sp.c0:sp.c1:sp.c1]
+		}
+		if sp.t1 > sp.t0 {
+			r.parsed[i].tiers = tiers[sp.t0:sp.t1:sp.t1]
+		}
+	}
+	return nil
+}
+
+// countIn returns at most how many samples of s lie in [from, to): those
+// of the chunks that meet it.
+func (s *runSeries) countIn(from, to int64) int {
+	n := 0
+	for i := range s.chunks {
+		if c := &s.chunks[i]; c.maxT >= from && c.minT < to {
+			n += int(c.n)
+		}
+	}
+	return n
 }
 
 // find returns the index entry of series id, or nil.
 func (r *runFile) find(id uint32) *runSeries {
-	i := sort.Search(len(r.series), func(i int) bool { return r.series[i].id >= id })
-	if i < len(r.series) && r.series[i].id == id {
-		return &r.series[i]
+	ss := r.index()
+	i := sort.Search(len(ss), func(i int) bool { return ss[i].id >= id })
+	if i < len(ss) && ss[i].id == id {
+		return &ss[i]
 	}
 	return nil
 }
@@ -369,7 +512,7 @@ func (r *runFile) decodeChunk(c *chunkRef, d *decodedChunk) error {
 }
 
 func (r *runFile) decodeTier(s *runSeries, level int) ([]cell, error) {
-	t := &s.tiers[level]
+	t := s.tier(level)
 	p, err := r.block(t.blockRef)
 	if err != nil {
 		return nil, err

@@ -15,7 +15,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/pith-historian/pith/internal/store/chunkenc"
 	"github.com/pith-historian/pith/internal/store/vfs"
 )
 
@@ -56,6 +55,7 @@ type runWriter struct {
 	rel   []int64
 	scrF  []float64
 	qbuf  []uint8
+	sw    seriesWriter // the series being written, reused
 }
 
 func runFileName(part int64, seq uint64) string {
@@ -107,103 +107,9 @@ func (rw *runWriter) add(in *runInput, dropRaw bool) {
 		rw.addText(in)
 		return
 	}
-	minT, maxT := in.ts[0], in.ts[n-1]
-	fine := finestTier(n, minT, maxT)
-	var total acc
-	for i, t := range in.ts {
-		total.addSample(t, in.vs[i])
-	}
-	if e, ok := chunkenc.DecimalExponent(in.vs); ok {
-		total.sum = roundDecimal(total.sum, e)
-	}
-	x := rw.index
-	x = binary.AppendUvarint(x, uint64(in.id))
-	x = binary.AppendUvarint(x, uint64(n))
-	x = binary.AppendVarint(x, minT)
-	x = binary.AppendVarint(x, maxT)
-	x = appendF64(x, in.vs[n-1])
-	x = append(x, byte(in.qs[n-1]), fine)
-	x = appendF64(x, total.sum)
-	x = appendF64(x, total.min)
-	x = appendF64(x, total.max)
-	x = appendF64(x, total.first)
-
-	// Chunks end at finest-cell boundaries so that a query edge inside a
-	// cell decodes one small chunk.
-	var chunks []byte
-	nChunks := 0
-	firstOff := rw.off
-	prevEnd := minT
-	if dropRaw && fine == noTier {
-		dropRaw = false // a sparse series has no rollups to fall back on
-	}
-	for i := 0; i < n && !dropRaw; {
-		j := i + 1
-		lim := i + maxChunk
-		if lim > n {
-			lim = n
-		}
-		if fine != noTier {
-			w := tierWidth[fine]
-			end := floorTo(in.ts[i], w) + w
-			for j < lim && in.ts[j] < end {
-				j++
-			}
-			// Whole further cells join while the chunk stays small: fewer
-			// chunk headers, and an edge still decodes one short chunk.
-			for j < n {
-				end := floorTo(in.ts[j], w) + w
-				k := j
-				for k < n && in.ts[k] < end {
-					k++
-				}
-				if k-i > chunkTarget {
-					break
-				}
-				j = k
-			}
-		} else {
-			j = lim
-		}
-		// Times are stored relative to the chunk's first, which the index
-		// holds: the chunk's own first timestamp then costs one byte.
-		rw.rel = rw.rel[:0]
-		for _, t := range in.ts[i:j] {
-			rw.rel = append(rw.rel, t-in.ts[i])
-		}
-		rw.buf = chunkenc.AppendTimestamps(rw.buf[:0], rw.rel)
-		rw.buf = chunkenc.AppendFloats(rw.buf, in.vs[i:j])
-		rw.qbuf = rw.qbuf[:0]
-		for _, q := range in.qs[i:j] {
-			rw.qbuf = append(rw.qbuf, uint8(q))
-		}
-		rw.buf = chunkenc.AppendQualities(rw.buf, rw.qbuf)
-		_, l := rw.block(rw.buf)
-		// Chunks are contiguous: only lengths are stored, and times as
-		// deltas, which the index's compression shrinks further.
-		chunks = binary.AppendVarint(chunks, in.ts[i]-prevEnd)
-		chunks = binary.AppendVarint(chunks, in.ts[j-1]-in.ts[i])
-		chunks = binary.AppendUvarint(chunks, uint64(j-i))
-		chunks = binary.AppendUvarint(chunks, l)
-		prevEnd = in.ts[j-1]
-		nChunks++
-		i = j
-	}
-	x = binary.AppendUvarint(x, uint64(nChunks))
-	x = binary.AppendUvarint(x, uint64(firstOff))
-	x = append(x, chunks...)
-	if fine != noTier {
-		partStart := rw.part * partitionMs
-		tiers := buildTiers(fine, in.ts, in.vs)
-		for l := int(fine); l < numTiers; l++ {
-			rw.buf = appendTier(rw.buf[:0], partStart, tierWidth[l], tiers[l], rw.scrI, rw.scrF)
-			_, ln := rw.block(rw.buf)
-			x = binary.AppendUvarint(x, uint64(len(tiers[l])))
-			x = binary.AppendUvarint(x, ln)
-		}
-	}
-	rw.index = x
-	rw.n++
+	w := rw.beginSeries(in.id, finestTier(n, in.ts[0], in.ts[n-1]), dropRaw)
+	pushSamples(w, in.ts, in.vs, in.qs)
+	w.finish()
 }
 
 // compressIndex deflates the index: its varints of times and lengths

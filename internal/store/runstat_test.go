@@ -24,7 +24,7 @@ func TestRunStats(t *testing.T) {
 			t.Fatal(err)
 		}
 		size += r.size
-		for _, s := range r.series {
+		for _, s := range r.index() {
 			pts += s.n
 			for _, c := range s.chunks {
 				chunkB += int64(c.len)
@@ -32,8 +32,8 @@ func TestRunStats(t *testing.T) {
 			}
 			if s.fine != noTier {
 				for l := int(s.fine); l < numTiers; l++ {
-					tierB += int64(s.tiers[l].len)
-					tierByLevel[l] += int64(s.tiers[l].len)
+					tierB += int64(s.tier(l).len)
+					tierByLevel[l] += int64(s.tier(l).len)
 				}
 			}
 		}

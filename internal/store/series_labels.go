@@ -18,6 +18,11 @@ import (
 // tag its name and labels (appendLabels).
 const recLabels byte = 'L'
 
+// recLabelsReplica is a labels record copied from the other box of a
+// redundant pair (SetLabelsReplica): laid out and replayed as recLabels;
+// followers mark its entry Replica.
+const recLabelsReplica byte = 'M'
+
 // SetLabels makes each series' labels the tag's labels, durably: it
 // returns once the change is in the WAL. A series whose labels the store
 // already holds costs nothing; a tag the store does not know yet gets a
@@ -27,6 +32,17 @@ const recLabels byte = 'L'
 // keeps the Labels slices it is given (the tag table shares them): callers
 // must not modify them after.
 func (db *DB) SetLabels(ctx context.Context, series []model.Series) error {
+	return db.setLabels(ctx, series, recLabels)
+}
+
+// SetLabelsReplica sets labels copied from the other box of a redundant
+// pair, as SetLabels does, in a replica record: followers mark it Replica
+// and forwarders leave it out, so the labels are not sent back.
+func (db *DB) SetLabelsReplica(ctx context.Context, series []model.Series) error {
+	return db.setLabels(ctx, series, recLabelsReplica)
+}
+
+func (db *DB) setLabels(ctx context.Context, series []model.Series, kind byte) error {
 	var changed []model.Series
 	s := db.series
 	s.mu.RLock()
@@ -58,6 +74,7 @@ func (db *DB) SetLabels(ctx context.Context, series []model.Series) error {
 		return fmt.Errorf("set labels: %w", db.noteDisk(&db.nospace.flush, "writes", err))
 	}
 	rec := appendLabelsRecord(nil, changed)
+	rec[0] = kind
 	return db.commit(rec, func() error {
 		s.mu.Lock()
 		for _, x := range changed {
@@ -181,7 +198,7 @@ func appendLabelsRecord(dst []byte, series []model.Series) []byte {
 
 // decodeLabelsRecord decodes a labels record.
 func decodeLabelsRecord(rec []byte) ([]model.Series, error) {
-	if len(rec) == 0 || rec[0] != recLabels {
+	if len(rec) == 0 || rec[0] != recLabels && rec[0] != recLabelsReplica {
 		return nil, errors.New("not a labels record")
 	}
 	b := rec[1:]

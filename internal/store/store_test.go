@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -234,9 +235,11 @@ func TestUnknownTag(t *testing.T) {
 // than the raw horizon.
 func TestRetention(t *testing.T) {
 	day := int64(partitionMs)
-	now := int64(100) * day
+	// The store's maintenance goroutine reads the clock too.
+	var now atomic.Int64
+	now.Store(100 * day)
 	o := testOptions()
-	o.Now = func() time.Time { return time.UnixMilli(now) }
+	o.Now = func() time.Time { return time.UnixMilli(now.Load()) }
 	o.RetentionRaw = 10 * 24 * time.Hour
 	o.RetentionRollups = 30 * 24 * time.Hour
 	db, err := Open(t.TempDir(), o)
@@ -258,7 +261,7 @@ func TestRetention(t *testing.T) {
 	}
 	before, _ := db.Aggregate("x", 95*day, 100*day, 5, model.AggMean)
 	// Twenty days later: days 95..99 are past raw retention, not rollups.
-	now = 120 * day
+	now.Store(120 * day)
 	if err := db.enforceRetention(); err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +278,7 @@ func TestRetention(t *testing.T) {
 	if !errors.Is(err, ErrTooOld) {
 		t.Fatalf("write past retention: got %v, want ErrTooOld", err)
 	}
-	now = 140 * day
+	now.Store(140 * day)
 	if err := db.enforceRetention(); err != nil {
 		t.Fatal(err)
 	}

@@ -176,7 +176,7 @@ func BenchmarkAggregate(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
 				if !warm {
-					db.cache = newCaches(db.opts.TierCacheBytes, db.opts.ChunkCacheBytes)
+					db.cache = newCaches(db.opts.TierCacheBytes, db.opts.ChunkCacheBytes, db.opts.Now)
 				}
 				if _, err := db.Aggregate("power", from, to, 1000, model.AggMean); err != nil {
 					b.Fatal(err)

@@ -62,21 +62,10 @@ func mergeText(dst, a, b *runInput) {
 	}
 }
 
-func inputsHoldText(in []runInput) bool {
-	for i := range in {
-		if in[i].xs != nil {
-			return true
-		}
-	}
-	return false
-}
-
 func runsHoldText(runs []*runFile) bool {
 	for _, r := range runs {
-		for i := range r.series {
-			if r.series[i].fine == fineText {
-				return true
-			}
+		if r.text {
+			return true
 		}
 	}
 	return false

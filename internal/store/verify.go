@@ -298,8 +298,8 @@ func verifyRun(path string, names int) []string {
 		}
 	}
 	var dc decodedChunk
-	for i := range r.series {
-		s := &r.series[i]
+	for i, ss := 0, r.index(); i < len(ss); i++ {
+		s := &ss[i]
 		if names >= 0 && int(s.id) >= names {
 			out = append(out, fmt.Sprintf("series id %d is not in the series file", s.id))
 		}
@@ -313,7 +313,7 @@ func verifyRun(path string, names int) []string {
 		}
 		for l := int(s.fine); l < numTiers; l++ {
 			if _, err := r.decodeTier(s, l); err != nil {
-				out = append(out, fmt.Sprintf("tier %d block at offset %d: %v", l, s.tiers[l].off, errors.Unwrap(err)))
+				out = append(out, fmt.Sprintf("tier %d block at offset %d: %v", l, s.tier(l).off, errors.Unwrap(err)))
 			}
 		}
 	}

@@ -15,10 +15,15 @@ import (
 // and checksums records, this file gives them meaning. The layout is in
 // docs/format/store.md.
 const (
-	recData   byte = 'D' // txn uvarint (0: commits itself), names, points
-	recCommit byte = 'C' // id uvarint: the bulk transaction or delete id committed
-	recAbort  byte = 'A' // id uvarint: the bulk transaction id rolled back
-	recOpen   byte = 'O' // no payload: the store opened; nothing begun before it commits later
+	recData byte = 'D' // txn uvarint (0: commits itself), names, points
+	// recReplica is a data record whose points were copied from another
+	// Pith (the peer of a redundant pair, WriteReplica): replay applies
+	// it as a data record, followers mark its entry Replica so that
+	// forwarders do not send again what the peer forwarded itself.
+	recReplica byte = 'R'
+	recCommit  byte = 'C' // id uvarint: the bulk transaction or delete id committed
+	recAbort   byte = 'A' // id uvarint: the bulk transaction id rolled back
+	recOpen    byte = 'O' // no payload: the store opened; nothing begun before it commits later
 )
 
 // txnAuto marks a data record that commits itself. A data record with
@@ -166,7 +171,7 @@ type dataRecord struct {
 }
 
 func decodeDataRecord(rec []byte, d *dataRecord) error {
-	if len(rec) == 0 || rec[0] != recData {
+	if len(rec) == 0 || (rec[0] != recData && rec[0] != recReplica) {
 		return errors.New("not a data record")
 	}
 	b := rec[1:]

@@ -34,6 +34,32 @@ func (db *DB) Write(ctx context.Context, pts []model.Point) error {
 	})
 }
 
+// WriteReplica stores pts copied from another Pith, the peer of a
+// redundant pair, as Write does (durable and visible on return), in WAL
+// records marked as replicas (docs/format/store.md) so that followers tell
+// them from values this Pith produced (Entry.Replica). Writes larger than
+// Options.BulkPoints are split into several records, each atomic.
+func (db *DB) WriteReplica(ctx context.Context, pts []model.Point) error {
+	if err := db.validatePoints(pts); err != nil {
+		return err
+	}
+	names := make(map[string]int)
+	var rec []byte
+	for len(pts) > 0 {
+		part := pts[:min(len(pts), db.opts.BulkPoints)]
+		pts = pts[len(part):]
+		rec = appendDataRecordIDs(rec[:0], txnAuto, part, names, nil, db.series.savedID)
+		rec[0] = recReplica
+		if err := db.commit(rec, func() error {
+			_, err := db.applyPoints(part)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ErrTooOld is wrapped by a PointError for a sample older than the raw
 // retention: its day keeps only rollups, which cannot take it exactly.
 var ErrTooOld = errors.New("older than the raw retention")
@@ -283,7 +309,7 @@ func (tx *Tx) goBulk() error {
 	if tx.private != nil {
 		return nil
 	}
-	tx.private = newHead()
+	tx.private = newRawHead()
 	tx.runs = make(map[int64][]*runFile)
 	if tx.db.following() {
 		tx.txn = tx.db.nextTxn.Add(1)
@@ -413,17 +439,17 @@ func (tx *Tx) spill() error {
 	if h.samples == 0 {
 		return nil
 	}
-	tx.private = newHead()
+	tx.private = newRawHead()
 	done := make(chan error, 1)
 	tx.writing = done
 	go func() {
 		h.freeze()
-		runs, err := tx.db.writeHeadRuns(h.series)
+		runs, err := tx.db.writeHeadRuns(h.series, false)
 		if err == nil {
 			// Runs of one head are appended before the next head's are,
 			// so a day's private runs stay oldest first.
-			for p, r := range runs {
-				tx.runs[p] = append(tx.runs[p], r)
+			for p, rs := range runs {
+				tx.runs[p] = append(tx.runs[p], rs...)
 			}
 		}
 		done <- err
@@ -629,6 +655,33 @@ func (db *DB) backpressure() error {
 		}
 		// The write is durable in the WAL; its head waits in memory for
 		// space (headRoom refuses writes once that is full too).
+	}
+	return nil
+}
+
+// WriteTextReplica stores text points copied from the other box of a
+// redundant pair, as WriteText does, in replica records (see
+// WriteReplica): followers mark them Replica and forwarders leave them out.
+func (db *DB) WriteTextReplica(ctx context.Context, pts []model.TextPoint) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := db.validateText(pts); err != nil {
+		return err
+	}
+	names := make(map[string]int)
+	var rec []byte
+	for len(pts) > 0 {
+		part := pts[:min(len(pts), db.opts.BulkPoints)]
+		pts = pts[len(part):]
+		rec = appendMixedRecord(rec[:0], txnAuto, nil, part, names, nil, db.series.savedID)
+		rec[0] = recReplica
+		if err := db.commit(rec, func() error {
+			db.applyText(part)
+			return nil
+		}); err != nil {
+			return err
+		}
 	}
 	return nil
 }

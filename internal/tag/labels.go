@@ -34,12 +34,23 @@ type LabelSink interface {
 // When two label sets name the same tag (line protocol's `m,a=x f=1` and
 // `m,b=x f=1`), the tag keeps the last one given.
 func (t *Table) Label(ctx context.Context, series []model.Series) error {
+	var set func(context.Context, []model.Series) error
+	if ls, ok := t.sink.(LabelSink); ok {
+		set = ls.SetLabels
+	}
+	return t.LabelVia(ctx, series, set)
+}
+
+// LabelVia is Label making the labels durable with set instead of the
+// Sink (nil: in the table only): a redundant pair's mirror stores the
+// other box's labels as replicas.
+func (t *Table) LabelVia(ctx context.Context, series []model.Series, set func(context.Context, []model.Series) error) error {
 	changed, err := t.changedLabels(series)
 	if err != nil || len(changed) == 0 {
 		return err
 	}
-	if ls, ok := t.sink.(LabelSink); ok {
-		if err := ls.SetLabels(ctx, changed); err != nil {
+	if set != nil {
+		if err := set(ctx, changed); err != nil {
 			return err
 		}
 	}

@@ -45,8 +45,12 @@ type Sample struct {
 	// poll uses it to mark tags bad without inventing a value; a tag that
 	// never had a value only gets its quality and time set.
 	Hold bool
-	T    int64   // Unix milliseconds
-	V    float64 // ignored when Hold is set
+	// NoArchive sets the current value (and tells subscribers) without
+	// handing the sample to the archive: the system tags are read every
+	// second and archived every ten (internal/diag).
+	NoArchive bool
+	T         int64   // Unix milliseconds
+	V         float64 // ignored when Hold is set
 }
 
 // Value is the current value of one tag as the API shows it.
@@ -329,6 +333,9 @@ func (t *Table) apply(s Sample) {
 			return // a late quality-only mark carries nothing to store
 		}
 		t.stats.Late++
+		if s.NoArchive {
+			return
+		}
 		t.abuf = append(t.abuf, model.Point{Tag: e.def.Name, T: s.T, V: s.V, Q: s.Q})
 		return
 	}
@@ -350,7 +357,7 @@ func (t *Table) apply(s Sample) {
 	if changed {
 		t.cbuf = append(t.cbuf, Change{ID: s.ID, Tag: e.def.Name, T: s.T, V: s.V, Q: s.Q, Has: true})
 	}
-	if e.pass(s) {
+	if !s.NoArchive && e.pass(s) {
 		e.arch, e.archHas = e.cur, true
 		t.abuf = append(t.abuf, model.Point{Tag: e.def.Name, T: s.T, V: s.V, Q: s.Q})
 	}

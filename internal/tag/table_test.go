@@ -305,3 +305,28 @@ func TestConcurrentProducers(t *testing.T) {
 		last[p.Tag] = p.T
 	}
 }
+
+func TestSetUnit(t *testing.T) {
+	tab := New(nil, DefaultOptions(), nil)
+	id, err := tab.Define(Def{Name: "a.b", Description: "kept", Source: "push"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.SetUnit("a.b", "degC", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := tab.Def(id); d.Unit != "degC" || d.Description != "kept" || d.Source != "push" {
+		t.Errorf("def after SetUnit: %+v", d)
+	}
+	if err := tab.SetUnit("new.tag", "bar", "sparkplug"); err != nil {
+		t.Fatal(err)
+	}
+	if id, ok := tab.Lookup("new.tag"); !ok {
+		t.Error("new tag not defined")
+	} else if d, _ := tab.Def(id); d.Unit != "bar" || d.Source != "sparkplug" {
+		t.Errorf("new def: %+v", d)
+	}
+	if err := tab.SetUnit("bad..name", "x", "y"); err == nil {
+		t.Error("bad name accepted")
+	}
+}

@@ -1,7 +1,10 @@
 package users
 
 import (
+	"crypto"
+	"encoding/json"
 	"testing"
+	"time"
 )
 
 // FuzzDecodeAccounts: the accounts file decoder never panics, and what it
@@ -43,4 +46,36 @@ func BenchmarkHashPassword(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		HashPassword(pw)
 	}
+}
+
+// FuzzOIDCVerify: an ID token from the network never panics the check, and
+// with no key to verify against nothing is accepted.
+func FuzzOIDCVerify(f *testing.F) {
+	f.Add("eyJhbGciOiJSUzI1NiIsImtpZCI6ImsifQ.eyJpc3MiOiJ4In0.AAAA")
+	f.Add("eyJhbGciOiJFUzI1NiJ9..")
+	f.Add("a.b.c.d")
+	o := &OIDC{Issuer: "https://idp.example", ClientID: "pith", Timeout: time.Second}
+	o.keys, o.keysT = map[string]crypto.PublicKey{}, time.Now() // fresh: no fetch
+	f.Fuzz(func(t *testing.T, tok string) {
+		if _, err := o.verify(t.Context(), tok, "n", time.Now()); err == nil {
+			t.Fatalf("accepted %q with no keys", tok)
+		}
+	})
+}
+
+// FuzzJWK: a key from the provider's JWKS never panics the parse, and an
+// accepted one is usable.
+func FuzzJWK(f *testing.F) {
+	f.Add([]byte(`{"kty":"EC","crv":"P-256","x":"AAAA","y":"AAAA"}`))
+	f.Add([]byte(`{"kty":"RSA","n":"AQAB","e":"AQAB"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var j jwk
+		if json.Unmarshal(b, &j) != nil {
+			return
+		}
+		if pk, ok := j.public(); ok {
+			verifySig("RS256", pk, "x.y", make([]byte, 256))
+			verifySig("ES256", pk, "x.y", make([]byte, 64))
+		}
+	})
 }

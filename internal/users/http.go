@@ -26,6 +26,8 @@ func (m *Manager) Mount(mux interface {
 	Handle(string, http.Handler)
 }) {
 	mux.Handle("/api/v1/session", http.HandlerFunc(m.handleSession))
+	mux.Handle(OIDCStart, http.HandlerFunc(m.handleOIDCStart))
+	mux.Handle(OIDCCallback, http.HandlerFunc(m.handleOIDCCallback))
 	mux.Handle("/api/v1/setup", http.HandlerFunc(m.handleSetup))
 	mux.Handle("/api/v1/users", http.HandlerFunc(m.handleUsers))
 	mux.Handle("/api/v1/users/", http.HandlerFunc(m.handleUser))
@@ -48,7 +50,7 @@ func (m *Manager) answer(p *api.Principal) sessionAnswer {
 		tags = []string{}
 	}
 	m.mu.Lock()
-	idle := m.opts.IdleTimeout
+	idle := m.options().IdleTimeout
 	m.mu.Unlock()
 	return sessionAnswer{SignedIn: true, User: p.Name, Role: p.Role, Perms: p.Perms.Names(), Tags: tags, CSRF: p.CSRF, IdleTimeout: idle.Milliseconds()}
 }
@@ -68,7 +70,11 @@ func (m *Manager) handleSession(w http.ResponseWriter, r *http.Request) {
 			// Not an error: the page asks this to learn whether to show
 			// the sign-in form, and while no account exists, that it
 			// need not.
-			api.WriteValue(w, http.StatusOK, map[string]any{"signed_in": false, "accounts": m.Enabled()})
+			ans := map[string]any{"signed_in": false, "accounts": m.Enabled()}
+			if o := m.oidc(); o != nil {
+				ans["oidc"] = o.Label // the page offers "Sign in with <oidc>"
+			}
+			api.WriteValue(w, http.StatusOK, ans)
 			return
 		}
 		api.WriteValue(w, http.StatusOK, m.answer(p))
@@ -184,7 +190,7 @@ func (m *Manager) handleSignIn(w http.ResponseWriter, r *http.Request) {
 func (m *Manager) tagsOf(r Role) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.opts.Tags.of(r)
+	return m.options().Tags.of(r)
 }
 
 // setCookie sets the session cookie: HttpOnly (no script reads it),
@@ -192,7 +198,7 @@ func (m *Manager) tagsOf(r Role) []string {
 // connection is TLS, and no longer-lived than the session may be.
 func (m *Manager) setCookie(w http.ResponseWriter, r *http.Request, value string) {
 	m.mu.Lock()
-	maxAge := m.opts.MaxAge
+	maxAge := m.options().MaxAge
 	m.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: value, Path: cookiePath, HttpOnly: true,
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int((maxAge + clockSkewSlack).Seconds())})
@@ -233,7 +239,7 @@ func (m *Manager) handleSetup(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	now := m.opts.Now()
+	now := m.options().Now()
 	if wt := m.byAddr.wait(clientAddr(r), now); wt > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wt.Seconds()+1)))
 		api.WriteError(w, http.StatusTooManyRequests, errThrottled{wt}.Error())

@@ -15,15 +15,22 @@ import (
 
 // LDAP is sign-in through the plant's directory: a person without a local
 // account signs in when an LDAP simple bind as BindDN (with {name}
-// replaced by the account name) and the password succeeds, and gets Role.
+// replaced by the account name) and the password succeeds, and gets Role,
+// or, with Groups, the strongest role of the directory groups under
+// GroupBase that name the person as a member (member or uniqueMember; the
+// search runs bound as the person).
 // Only the bind is spoken (RFC 4511 BindRequest and UnbindRequest), so no
 // LDAP library is needed; names are limited to CheckName's characters, so
 // none can change the DN's structure.
 type LDAP struct {
 	URL     string        // ldap://host:389 or ldaps://host:636
 	BindDN  string        // e.g. "uid={name},ou=people,dc=example,dc=org"
-	Role    Role          // role of directory users
+	Role    Role          // role of directory users (in none of Groups, when set)
 	Timeout time.Duration // for the whole bind
+	// GroupBase is where groups are searched, e.g. "ou=groups,dc=example,dc=org".
+	GroupBase string
+	// Groups maps a group's cn to a role; empty: no group search.
+	Groups map[string]Role
 }
 
 // errDirectory is a directory that did not answer as one.
@@ -36,14 +43,26 @@ const maxLDAPMessage = 64 << 10
 // (invalidCredentials and the like) is false with no error; an error says
 // the directory could not be asked.
 func (l *LDAP) bind(ctx context.Context, name, password string) (bool, error) {
+	_, ok, err := l.signIn(ctx, name, password)
+	return ok, err
+}
+
+// signIn binds as name and returns the person's role: from the groups
+// when Groups is set and one of them names the person, else Role.
+func (l *LDAP) signIn(ctx context.Context, name, password string) (Role, bool, error) {
 	if err := CheckName(name); err != nil || password == "" {
 		// An empty password would be an "unauthenticated bind", which
 		// directories accept without checking anything.
-		return false, nil
+		return "", false, nil
 	}
+	ok, role, err := l.dial(ctx, name, password)
+	return role, ok, err
+}
+
+func (l *LDAP) dial(ctx context.Context, name, password string) (bool, Role, error) {
 	u, err := url.Parse(l.URL)
 	if err != nil {
-		return false, fmt.Errorf("ldap url: %w", err)
+		return false, "", fmt.Errorf("ldap url: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.Timeout)
 	defer cancel()
@@ -56,10 +75,10 @@ func (l *LDAP) bind(ctx context.Context, name, password string) (bool, error) {
 		td := tls.Dialer{NetDialer: &d, Config: &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12}}
 		conn, err = td.DialContext(ctx, "tcp", hostPort(u, "636"))
 	default:
-		return false, fmt.Errorf("ldap url %q: want ldap:// or ldaps://", l.URL)
+		return false, "", fmt.Errorf("ldap url %q: want ldap:// or ldaps://", l.URL)
 	}
 	if err != nil {
-		return false, fmt.Errorf("ldap: %w", err)
+		return false, "", fmt.Errorf("ldap: %w", err)
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -67,14 +86,25 @@ func (l *LDAP) bind(ctx context.Context, name, password string) (bool, error) {
 	}
 	dn := strings.ReplaceAll(l.BindDN, "{name}", name)
 	if _, err := conn.Write(bindRequest(1, dn, password)); err != nil {
-		return false, fmt.Errorf("ldap: %w", err)
+		return false, "", fmt.Errorf("ldap: %w", err)
 	}
-	code, err := readBindResponse(bufio.NewReader(conn), 1)
+	br := bufio.NewReader(conn)
+	code, err := readBindResponse(br, 1)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
-	conn.Write([]byte{0x30, 0x05, 0x02, 0x01, 0x02, 0x42, 0x00}) // UnbindRequest, message 2
-	return code == 0, nil
+	role := l.Role
+	if code == 0 && len(l.Groups) > 0 {
+		cns, err := l.searchGroups(conn, br, dn)
+		if err != nil {
+			return false, "", err
+		}
+		if r, ok := l.groupRole(cns); ok {
+			role = r
+		}
+	}
+	conn.Write([]byte{0x30, 0x05, 0x02, 0x01, 0x03, 0x42, 0x00}) // UnbindRequest, message 3
+	return code == 0, role, nil
 }
 
 func hostPort(u *url.URL, port string) string {

@@ -18,8 +18,9 @@ import (
 const ldapSuffix = "dc=pith,dc=test"
 
 // startSlapd starts Debian's slapd on a free loopback port with a fresh
-// database holding the person lena (password "directory pass 1"), and
-// returns its URL. It skips when slapd is not installed.
+// database holding the people lena, max and nina (passwords "directory
+// pass 1", 2 and 3) and the groups operators (lena, max), Plant Engineers
+// (max, a groupOfUniqueNames) and visitors (nina), and returns its URL. It skips when slapd is not installed.
 func startSlapd(t *testing.T) string {
 	t.Helper()
 	slapd, slapadd := "/usr/sbin/slapd", "/usr/sbin/slapadd"
@@ -60,6 +61,40 @@ uid: lena
 cn: Lena
 sn: Directory
 userPassword: directory pass 1
+
+dn: uid=max,ou=people,dc=pith,dc=test
+objectClass: inetOrgPerson
+uid: max
+cn: Max
+sn: Directory
+userPassword: directory pass 2
+
+dn: uid=nina,ou=people,dc=pith,dc=test
+objectClass: inetOrgPerson
+uid: nina
+cn: Nina
+sn: Directory
+userPassword: directory pass 3
+
+dn: ou=groups,dc=pith,dc=test
+objectClass: organizationalUnit
+ou: groups
+
+dn: cn=operators,ou=groups,dc=pith,dc=test
+objectClass: groupOfNames
+cn: operators
+member: uid=lena,ou=people,dc=pith,dc=test
+member: uid=max,ou=people,dc=pith,dc=test
+
+dn: cn=Plant Engineers,ou=groups,dc=pith,dc=test
+objectClass: groupOfUniqueNames
+cn: Plant Engineers
+uniqueMember: uid=max,ou=people,dc=pith,dc=test
+
+dn: cn=visitors,ou=groups,dc=pith,dc=test
+objectClass: groupOfNames
+cn: visitors
+member: uid=nina,ou=people,dc=pith,dc=test
 `), 0o600)
 	if out, err := exec.Command(slapadd, "-f", conf, "-l", ldif).CombinedOutput(); err != nil {
 		t.Fatalf("slapadd: %v\n%s", err, out)
@@ -119,7 +154,9 @@ func TestLDAPBind(t *testing.T) {
 	// works like a local one.
 	r := newRig(t, false)
 	r.mgr.mu.Lock()
-	r.mgr.opts.LDAP = l
+	o := *r.mgr.options()
+	o.LDAP = l
+	r.mgr.opts.Store(&o)
 	r.mgr.mu.Unlock()
 	c := r.client()
 	resp := c.signIn("lena", "directory pass 1")
@@ -153,5 +190,91 @@ func FuzzBindResponse(f *testing.F) {
 	f.Add([]byte{0x30, 0x84, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = readBindResponse(bytes.NewReader(b), 1)
+	})
+}
+
+// TestLDAPGroups maps directory groups to roles against a real slapd: the
+// strongest mapped group wins (max is in operators and Plant Engineers),
+// group names match regardless of case, both member and uniqueMember
+// count, and a person in no mapped group gets the directory's role.
+func TestLDAPGroups(t *testing.T) {
+	url := startSlapd(t)
+	l := &LDAP{URL: url, BindDN: "uid={name},ou=people," + ldapSuffix, Role: RoleViewer, Timeout: 5 * time.Second,
+		GroupBase: "ou=groups," + ldapSuffix, Groups: map[string]Role{"operators": RoleOperator, "plant engineers": RoleEngineer}}
+	for _, tt := range []struct {
+		name, pw string
+		ok       bool
+		role     Role
+	}{
+		{"lena", "directory pass 1", true, RoleOperator},
+		{"max", "directory pass 2", true, RoleEngineer},
+		{"nina", "directory pass 3", true, RoleViewer},
+		{"max", "directory pass 1", false, ""},
+	} {
+		role, ok, err := l.signIn(context.Background(), tt.name, tt.pw)
+		if err != nil || ok != tt.ok || (ok && role != tt.role) {
+			t.Errorf("sign in %s: %q %v %v, want %q %v", tt.name, role, ok, err, tt.role, tt.ok)
+		}
+	}
+	// Through the sign-in: max's session carries the engineer role.
+	r := newRig(t, false)
+	r.mgr.mu.Lock()
+	o := *r.mgr.options()
+	o.LDAP = l
+	r.mgr.opts.Store(&o)
+	r.mgr.mu.Unlock()
+	c := r.client()
+	if resp := c.signIn("max", "directory pass 2"); resp.StatusCode != 200 {
+		t.Fatalf("directory sign-in: %s", resp.Status)
+	}
+	_, body := c.do("GET", "/api/v1/session", "", nil)
+	var a sessionAnswer
+	json.Unmarshal([]byte(body), &a)
+	if a.User != "max" || a.Role != "engineer" {
+		t.Errorf("session %s", body)
+	}
+	// A group base the directory does not hold fails the sign-in (the
+	// role cannot be known).
+	bad := *l
+	bad.GroupBase = "ou=nowhere," + ldapSuffix
+	if _, ok, err := bad.signIn(context.Background(), "lena", "directory pass 1"); ok || err == nil {
+		t.Errorf("search under a missing base: ok %v, err %v", ok, err)
+	}
+}
+
+func searchAnswer(id byte, code byte, cns ...string) []byte {
+	var out []byte
+	if len(cns) > 0 {
+		var vals []byte
+		for _, cn := range cns {
+			vals = berTLV(vals, 0x04, []byte(cn))
+		}
+		entry := berTLV(nil, 0x04, []byte("cn=g,ou=groups"))
+		entry = berTLV(entry, 0x30, berTLV(nil, 0x30, append(berTLV(nil, 0x04, []byte("CN")), berTLV(nil, 0x31, vals)...)))
+		out = berTLV(out, 0x30, append(berTLV(nil, 0x02, []byte{id}), berTLV(nil, 0x64, entry)...))
+	}
+	return berTLV(out, 0x30, append(berTLV(nil, 0x02, []byte{id}), berTLV(nil, 0x65, append(berTLV(nil, 0x0a, []byte{code}), 0x04, 0, 0x04, 0))...))
+}
+
+func TestReadSearchGroups(t *testing.T) {
+	got, err := readSearchGroups(bytes.NewReader(searchAnswer(2, 0, "operators", "ops")), 2)
+	if err != nil || len(got) != 2 || got[0] != "operators" || got[1] != "ops" {
+		t.Fatalf("got %q %v", got, err)
+	}
+	if _, err := readSearchGroups(bytes.NewReader(searchAnswer(2, 32)), 2); err == nil {
+		t.Error("noSuchObject accepted")
+	}
+	if _, err := readSearchGroups(bytes.NewReader(searchAnswer(3, 0)), 2); err == nil {
+		t.Error("another message id accepted")
+	}
+}
+
+// FuzzSearchGroups: the reader of a directory's search answers never
+// panics. Run: go test -run XXX -fuzz FuzzSearchGroups ./internal/users
+func FuzzSearchGroups(f *testing.F) {
+	f.Add(searchAnswer(2, 0, "operators"))
+	f.Add(searchAnswer(2, 32))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = readSearchGroups(bytes.NewReader(b), 2)
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pith-historian/pith/internal/api"
@@ -41,6 +42,8 @@ type Options struct {
 	// LDAP, when set, signs in people without a local account through
 	// the directory.
 	LDAP *LDAP
+	// OIDC, when set, signs in people through an OpenID Connect provider.
+	OIDC *OIDC
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
@@ -65,13 +68,13 @@ const (
 	clockSkewSlack     = 5 * time.Second // for the Max-Age of a cookie
 )
 
-// Manager is the sign-in of people: it keeps the sessions (in memory: a
-// restart signs everybody out), checks passwords with throttling, and
+// Manager is the sign-in of people: it keeps the sessions (in memory, and
+// in the users folder so that they survive a restart: persist.go), checks passwords with throttling, and
 // implements api.Sessions. It is safe for concurrent use.
 type Manager struct {
 	acc   *Accounts
-	opts  Options
-	audit *audit.Journal // nil: nothing recorded
+	opts  atomic.Pointer[Options] // replaced whole by SetOptions (a reload); read with m.options()
+	audit *audit.Journal          // nil: nothing recorded
 	log   *slog.Logger
 
 	hashing   chan struct{} // bounds the Argon2id work in flight
@@ -94,6 +97,7 @@ type session struct {
 	csrf    string
 	created time.Time
 	used    time.Time
+	saved   time.Time // used as last written to the sessions file
 	from    string
 }
 
@@ -107,11 +111,15 @@ func NewManager(acc *Accounts, opts Options, journal *audit.Journal, log *slog.L
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{acc: acc, opts: opts, audit: journal, log: log, hashing: make(chan struct{}, maxHashing),
+	m := &Manager{acc: acc, audit: journal, log: log, hashing: make(chan struct{}, maxHashing),
 		byUser:   newThrottle(opts.AccountAttempts, opts.AccountEvery, maxAddresses),
 		byAddr:   newThrottle(opts.AddressAttempts, opts.AddressEvery, maxAddresses),
 		sessions: map[string]*session{}}
+	m.opts.Store(&opts)
 	if err := m.reload(true); err != nil {
+		return nil, err
+	}
+	if err := m.loadSessions(); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -119,11 +127,12 @@ func NewManager(acc *Accounts, opts Options, journal *audit.Journal, log *slog.L
 
 // SetOptions replaces the timeouts and tag rules (a config reload).
 func (m *Manager) SetOptions(o Options) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	o.Now = m.opts.Now
-	m.opts = o
+	o.Now = m.options().Now
+	m.opts.Store(&o)
 }
+
+// options returns the options in force.
+func (m *Manager) options() *Options { return m.opts.Load() }
 
 // Accounts returns the accounts file.
 func (m *Manager) Accounts() *Accounts { return m.acc }
@@ -132,7 +141,7 @@ func (m *Manager) Accounts() *Accounts { return m.acc }
 // and ends the sessions of accounts gone, disabled, or whose password
 // changed.
 func (m *Manager) reload(force bool) error {
-	now := m.opts.Now()
+	now := m.options().Now()
 	m.mu.Lock()
 	if !force && now.Sub(m.checked) < reloadEvery {
 		m.mu.Unlock()
@@ -165,11 +174,16 @@ func (m *Manager) reload(force bool) error {
 		m.accounts[a.Name] = a
 	}
 	m.fileMod = mod
+	ended := false
 	for id, s := range m.sessions {
 		a, ok := m.accounts[s.user]
 		if !ok || a.Disabled || (old != nil && old[s.user].Hash != a.Hash) {
 			delete(m.sessions, id)
+			ended = true
 		}
+	}
+	if ended {
+		m.saveSessionsLocked()
 	}
 	return nil
 }
@@ -226,15 +240,16 @@ func (m *Manager) Session(r *http.Request) (*api.Principal, bool) {
 	}
 	m.reloadQuiet()
 	id := sessionKey(c.Value)
-	now := m.opts.Now()
+	now := m.options().Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.sessions[id]
 	if s == nil {
 		return nil, false
 	}
-	if now.Sub(s.used) > m.opts.IdleTimeout || now.Sub(s.created) > m.opts.MaxAge {
+	if now.Sub(s.used) > m.options().IdleTimeout || now.Sub(s.created) > m.options().MaxAge {
 		delete(m.sessions, id)
+		m.saveSessionsLocked()
 		return nil, false
 	}
 	a, ok := m.accounts[s.user]
@@ -243,11 +258,15 @@ func (m *Manager) Session(r *http.Request) (*api.Principal, bool) {
 	}
 	if !ok || a.Disabled || (s.role != "" && a.Hash != "") {
 		delete(m.sessions, id)
+		m.saveSessionsLocked()
 		return nil, false
 	}
 	s.used = now
+	if now.Sub(s.saved) >= usedPersistEvery {
+		m.saveSessionsLocked()
+	}
 	return &api.Principal{Name: a.Name, Kind: "user", Role: string(a.Role), Perms: a.Role.Perms(),
-		Tags: m.opts.Tags.of(a.Role), Session: id, CSRF: s.csrf}, true
+		Tags: m.options().Tags.of(a.Role), Session: id, CSRF: s.csrf}, true
 }
 
 func sessionKey(cookie string) string {
@@ -271,7 +290,7 @@ var errSignIn = errors.New("wrong name or password")
 // session the client already had is ended (no session fixation: the ID
 // is always new after a sign-in).
 func (m *Manager) signIn(name, password, addr, oldCookie string) (cookie, csrf string, acc Account, err error) {
-	now := m.opts.Now()
+	now := m.options().Now()
 	if w := max(m.byUser.wait(name, now), m.byAddr.wait(addr, now)); w > 0 {
 		return "", "", acc, errThrottled{w}
 	}
@@ -291,19 +310,20 @@ func (m *Manager) signIn(name, password, addr, oldCookie string) (cookie, csrf s
 	}
 	hash := acc.Hash
 	m.mu.Lock()
-	dir := m.opts.LDAP
+	dir := m.options().LDAP
 	m.mu.Unlock()
 	var good bool
 	var verr error
 	if !ok && dir != nil {
 		m.hashing <- struct{}{}
-		good, verr = dir.bind(context.Background(), name, password)
+		var role Role
+		role, good, verr = dir.signIn(context.Background(), name, password)
 		<-m.hashing
 		if verr != nil {
 			m.log.Warn("directory sign-in", "account", name, "err", verr)
 		}
 		if good {
-			acc, ok = Account{Name: name, Role: dir.Role}, true
+			acc, ok = Account{Name: name, Role: role}, true
 		}
 	} else {
 		if !ok {
@@ -327,19 +347,27 @@ func (m *Manager) signIn(name, password, addr, oldCookie string) (cookie, csrf s
 		return "", "", acc, errSignIn
 	}
 	m.byUser.reset(name)
+	cookie, csrf = m.newSession(acc, addr, oldCookie, now)
+	return cookie, csrf, acc, nil
+}
+
+// newSession starts a session of acc (one without a hash is a directory
+// user, whose role the session keeps) and ends oldCookie's.
+func (m *Manager) newSession(acc Account, addr, oldCookie string, now time.Time) (cookie, csrf string) {
 	cookie, csrf = randomToken(sessionIDBytes), randomToken(csrfBytes)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if oldCookie != "" {
 		delete(m.sessions, sessionKey(oldCookie))
 	}
-	m.trimSessions(name)
-	ns := &session{user: name, csrf: csrf, created: now, used: now, from: addr}
+	m.trimSessions(acc.Name)
+	ns := &session{user: acc.Name, csrf: csrf, created: now, used: now, from: addr}
 	if acc.Hash == "" {
 		ns.role = acc.Role // signed in through the directory
 	}
 	m.sessions[sessionKey(cookie)] = ns
-	return cookie, csrf, acc, nil
+	m.saveSessionsLocked()
+	return cookie, csrf
 }
 
 // trimSessions ends the oldest sessions of user beyond the limit less one
@@ -374,6 +402,7 @@ func (m *Manager) EndSession(id string, everywhere bool) int {
 	}
 	if !everywhere {
 		delete(m.sessions, id)
+		m.saveSessionsLocked()
 		return 1
 	}
 	return m.endUserLocked(s.user)
@@ -393,6 +422,9 @@ func (m *Manager) endUserLocked(user string) int {
 			delete(m.sessions, id)
 			n++
 		}
+	}
+	if n > 0 {
+		m.saveSessionsLocked()
 	}
 	return n
 }

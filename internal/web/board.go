@@ -16,3 +16,18 @@ func (s *Server) BoardPage() http.Handler {
 		a.serve(w, r)
 	})
 }
+
+// PicturePage returns the handler of the process pictures' page
+// (static/picture.html): the list, the viewer with its faceplates, and the
+// editor. Like the dashboards' page it holds no data.
+func (s *Server) PicturePage() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		setSecurityHeaders(w.Header())
+		a, ok := s.assets["/static/picture.html"]
+		if !ok {
+			http.Error(w, "picture page missing", http.StatusInternalServerError)
+			return
+		}
+		a.serve(w, r)
+	})
+}

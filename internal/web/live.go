@@ -104,7 +104,7 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
-	st := &liveStream{w: w, rc: http.NewResponseController(w), only: only}
+	st := &liveStream{w: w, rc: http.NewResponseController(w), only: only, now: s.opts.Now}
 	var err error
 	if s.opts.Table != nil {
 		err = s.pushLoop(ctx, st, r.RemoteAddr)
@@ -123,11 +123,12 @@ type liveStream struct {
 	only map[string]bool // nil: every tag
 	buf  []byte
 	vals []liveValue
+	now  func() time.Time
 }
 
 // send writes one event and flushes it.
 func (st *liveStream) send(event string, vals []liveValue) error {
-	st.buf = appendEvent(st.buf[:0], event, time.Now().UnixMilli(), vals)
+	st.buf = appendEvent(st.buf[:0], event, st.now().UnixMilli(), vals)
 	return st.write(st.buf)
 }
 
@@ -151,9 +152,24 @@ func (s *Server) pushLoop(ctx context.Context, st *liveStream, remote string) er
 	if err != nil {
 		return err
 	}
+	inTable := make(map[string]bool, len(cur))
 	for _, v := range cur {
+		inTable[v.Tag] = true
 		if st.keep(v.Tag) {
 			st.vals = append(st.vals, liveValue{Tag: v.Tag, T: v.T, V: v.V, Q: v.Q, Has: v.Has, IsText: v.IsText, Text: v.Text})
+		}
+	}
+	// Tags with stored values that the table has not seen since the start
+	// (an import before a restart) are in the snapshot from the store.
+	if s.opts.Source != nil {
+		stored, err := s.opts.Source.Latest()
+		if err != nil {
+			return err
+		}
+		for _, l := range stored {
+			if !inTable[l.Tag] && st.keep(l.Tag) {
+				st.vals = append(st.vals, liveValue{Tag: l.Tag, T: l.T, V: l.V, Q: l.Q, Has: true, IsText: l.IsText, Text: l.Text})
+			}
 		}
 	}
 	if err := st.send("snapshot", st.vals); err != nil {

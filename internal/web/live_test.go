@@ -255,3 +255,26 @@ func TestLiveRefusals(t *testing.T) {
 		t.Errorf("events sent despite the source error: %q", w.Body.String())
 	}
 }
+
+// TestLivePushSnapshotFromStore: with a tag table pushing changes, the
+// snapshot still holds the tags only the store knows (values imported
+// before a restart), and the table's value wins for tags in both.
+func TestLivePushSnapshotFromStore(t *testing.T) {
+	tb := tag.New(nil, tag.DefaultOptions(), nil)
+	a, _ := tb.Define(tag.Def{Name: "a.x"})
+	tb.Update([]tag.Sample{{ID: a, T: 2000, V: 5}})
+	src := &fakeSource{vals: []store.Latest{{Tag: "a.x", Sample: model.Sample{T: 1000, V: 1}}, {Tag: "old.y", Sample: model.Sample{T: 500, V: 3}}}}
+	opts := DefaultOptions()
+	opts.Table, opts.Source = tb, src
+	s := newTestServer(t, opts)
+	resp, done := openLive(t, s, "?tag=a.x&tag=old.y")
+	defer done()
+	snap := next(t, readEvents(t, resp))
+	got := map[string]any{}
+	for _, v := range snap.values {
+		got[v[0].(string)] = v[2]
+	}
+	if snap.name != "snapshot" || len(got) != 2 || got["a.x"] != 5.0 || got["old.y"] != 3.0 {
+		t.Fatalf("snapshot %+v, want a.x = 5 (table) and old.y = 3 (store)", snap)
+	}
+}

@@ -53,6 +53,9 @@ type Options struct {
 	FlushInterval time.Duration // shortest time between two live messages to one client
 	Heartbeat     time.Duration // SSE comment interval on a quiet stream
 	MaxStreams    int           // concurrent live streams; more are refused with 503
+	// Now is the clock of the live stream's "now" (the pages' ages); nil
+	// is time.Now. Tests fix it for screenshots.
+	Now func() time.Time
 }
 
 // DefaultOptions returns the options the dashboard runs with when the
@@ -83,6 +86,9 @@ type Server struct {
 // invalid.
 func New(opts Options, log *slog.Logger) (*Server, error) {
 	def := DefaultOptions()
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = def.PollInterval
 	}

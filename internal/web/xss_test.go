@@ -13,6 +13,11 @@ import (
 // never through one of these.
 var htmlSinks = regexp.MustCompile(`\.innerHTML\b|\.outerHTML\b|insertAdjacentHTML|document\.write|\beval\s*\(|new\s+Function\s*\(|\.srcdoc\b|createContextualFragment|DOMParser|setAttribute\(\s*['"]on|\.setHTMLUnsafe|javascript:`)
 
+// svgParse is the one markup parse allowed: picture.js reads the SVG of a
+// process picture, sanitised by the server (internal/picture), as XML, in
+// which nothing runs.
+var svgParse = regexp.MustCompile(`^\s*const doc = new DOMParser\(\)\.parseFromString\(text, 'image/svg\+xml'\);$`)
+
 // TestNoHTMLSinks checks every page and script of the dashboard for a
 // stored-XSS path: with the strict CSP (TestCSPStrict) forbidding inline
 // script, a data string could only run if a script parsed it as HTML.
@@ -24,6 +29,9 @@ func TestNoHTMLSinks(t *testing.T) {
 		}
 		checked++
 		for i, line := range strings.Split(string(a.raw), "\n") {
+			if p == "/static/js/picture.js" && svgParse.MatchString(line) {
+				continue // the one XML parse of a process picture's server-sanitised SVG
+			}
 			if m := htmlSinks.FindString(line); m != "" {
 				t.Errorf("%s:%d uses %s, which parses a string as HTML or code: %s", p, i+1, m, strings.TrimSpace(line))
 			}

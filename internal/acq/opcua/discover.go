@@ -201,7 +201,7 @@ func describeOne(f *Found, dt, rank, dims *ua.DataValue) {
 		return
 	}
 	f.TypeID = typeID.String()
-	if typeID.Namespace() != 0 || typeID.IntID() < uint32(config.OPCUABoolean) || typeID.IntID() > uint32(config.OPCUADouble) {
+	if typeID.Namespace() != 0 || typeID.IntID() < uint32(config.OPCUABoolean) || typeID.IntID() > uint32(config.OPCUAString) {
 		f.Skip = whyNot(typeID)
 		return
 	}
@@ -236,13 +236,13 @@ func describeOne(f *Found, dt, rank, dims *ua.DataValue) {
 func whyNot(typeID *ua.NodeID) string {
 	if typeID.Namespace() == 0 {
 		switch typeID.IntID() {
-		case id.String, id.LocalizedText, id.ByteString, id.XMLElement:
-			return "text, and Pith's tags hold numbers"
+		case id.LocalizedText, id.ByteString, id.XMLElement:
+			return "text other than String (only String variables become text tags)"
 		case id.DateTime:
 			return "a DateTime"
 		}
 	}
-	return "data type " + typeID.String() + " is not one of the numbers Pith reads"
+	return "data type " + typeID.String() + " is not one of the numbers or String Pith reads"
 }
 
 // WriteTOML writes c as a [[opcua.client]] section with one tag per

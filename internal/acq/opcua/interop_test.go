@@ -436,20 +436,24 @@ func TestInteropDiscover(t *testing.T) {
 		byName[tg.Name] = tg
 	}
 	for name, typ := range map[string]config.OPCUAType{"plc.Plant.Values.v0004": config.OPCUADouble, "plc.Plant.Setpoints.sp_uint16": config.OPCUAUInt16,
-		"plc.Plant.Setpoints.sp_bool": config.OPCUABoolean, "plc.Plant.Misc.arr.3": config.OPCUADouble} {
+		"plc.Plant.Setpoints.sp_bool": config.OPCUABoolean, "plc.Plant.Misc.arr.3": config.OPCUADouble,
+		"plc.Plant.Misc.text": config.OPCUAString, "plc.Plant.Live.names.1": config.OPCUAString} {
 		if got, ok := byName[name]; !ok || got.Type != typ {
 			t.Errorf("tag %s: got %+v, want type %v", name, got, typ)
 		}
 	}
-	if len(tags) != 5+5+4+1 {
-		t.Errorf("%d tags, want 15", len(tags))
+	// Values 5, Setpoints 5, Misc: arr 4, text, uncertain; Live: state,
+	// names 2, level, skewed.
+	if len(tags) != 5+5+4+1+1+1+2+1+1 {
+		t.Errorf("%d tags, want 21", len(tags))
 	}
-	if !strings.Contains(b.String(), "ns=1;s=text (Plant/Misc/text): text") {
-		t.Error("the String variable is not listed as left out")
+	if !strings.Contains(b.String(), "ns=1;s=label (Plant/Misc/label): text other than String") {
+		t.Error("the LocalizedText variable is not listed as left out")
 	}
 	_, tab, _ := runStation(t, cfg.OPCUA.Clients[0])
 	waitFor(t, 30*time.Second, "values of the discovered station", func() bool {
-		return latest(tab, "plc.Plant.Values.v0004").V > 0 && latest(tab, "plc.Plant.Misc.arr.3").V == 4.5
+		return latest(tab, "plc.Plant.Values.v0004").V > 0 && latest(tab, "plc.Plant.Misc.arr.3").V == 4.5 &&
+			latest(tab, "plc.Plant.Misc.text").Text == "hello"
 	})
 }
 

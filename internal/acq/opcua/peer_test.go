@@ -142,8 +142,9 @@ func (s *nodeServer) kill() {
 
 // recorder is a tag.Sink keeping every archived point.
 type recorder struct {
-	mu  sync.Mutex
-	pts []model.Point
+	mu    sync.Mutex
+	pts   []model.Point
+	texts []model.TextPoint
 }
 
 var _ tag.Sink = (*recorder)(nil)
@@ -156,6 +157,34 @@ func (r *recorder) Enqueue(pts []model.Point) bool {
 }
 
 func (r *recorder) Write(context.Context, []model.Point) error { return nil }
+
+// WriteMixed keeps text points as the store would: it refuses a batch
+// holding a text the store refuses.
+func (r *recorder) WriteMixed(_ context.Context, pts []model.Point, texts []model.TextPoint) error {
+	for i, p := range texts {
+		if err := model.CheckText(p.Text); err != nil {
+			return &model.PointError{Index: len(pts) + i, Tag: p.Tag, Err: err}
+		}
+	}
+	r.mu.Lock()
+	r.pts = append(r.pts, pts...)
+	r.texts = append(r.texts, texts...)
+	r.mu.Unlock()
+	return nil
+}
+
+// textsOf returns the stored text points of tag, in order.
+func (r *recorder) textsOf(tag string) []model.TextPoint {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []model.TextPoint
+	for _, p := range r.texts {
+		if p.Tag == tag {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // byTag returns the archived points of each tag, in archive order.
 func (r *recorder) byTag() map[string][]model.Point {

@@ -183,7 +183,9 @@ func (s *Station) subscribe(ctx context.Context, c *opcua.Client) (uint32, error
 			it := s.subs[start+i]
 			s.log.Warn("opcua monitored item refused", "node", it.spec.Node, "tag", s.tags[it.tags[0]].Name, "status", StatusName(r.StatusCode))
 			for _, ti := range it.tags {
-				bad = append(bad, tag.Sample{ID: s.ids[ti], T: now, Q: model.QualityBad, Hold: true})
+				if !s.isText(ti) {
+					bad = append(bad, tag.Sample{ID: s.ids[ti], T: now, Q: model.QualityBad, Hold: true})
+				}
 			}
 		}
 		if len(bad) > 0 {
@@ -287,15 +289,19 @@ func (s *Station) apply(subID uint32, m *ua.NotificationMessage) {
 // dataChange applies one data change notification to the table.
 func (s *Station) dataChange(x *ua.DataChangeNotification) {
 	batch := make([]tag.Sample, 0, len(x.MonitoredItems))
+	var texts []textSample
 	for _, m := range x.MonitoredItems {
 		if m == nil || int(m.ClientHandle) >= len(s.subs) {
 			continue
 		}
-		batch = s.samples(batch, s.subs[m.ClientHandle], m.Value, 0)
+		batch, texts = s.samples(batch, texts, s.subs[m.ClientHandle], m.Value, 0)
 	}
 	s.cnt.notifications.Add(uint64(len(x.MonitoredItems)))
 	if len(batch) > 0 {
 		s.cnt.changes.Add(uint64(s.tab.Update(batch)))
+	}
+	if len(texts) > 0 {
+		s.cnt.changes.Add(uint64(s.writeTexts(context.Background(), texts)))
 	}
 }
 

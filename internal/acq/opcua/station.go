@@ -56,6 +56,9 @@ type Station struct {
 	stat   statIDs
 	cnt    counters
 
+	tt   TextTable // the table's text road, nil without String tags
+	text texts
+
 	client atomic.Pointer[opcua.Client] // the connected client, for writes
 	// seq is the sequence number of the last notification message of
 	// the subscription the station applied, so that after a reconnection
@@ -85,6 +88,13 @@ func NewStation(c config.OPCUAClient, tab acq.Table, log *slog.Logger) (*Station
 	}
 	s := &Station{cfg: c, tags: tags, byTag: make(map[string]int, len(tags)), tab: tab, log: log.With("station", c.Name)}
 	for i, t := range tags {
+		if t.Type == config.OPCUAString && s.tt == nil {
+			tt, ok := tab.(TextTable)
+			if !ok {
+				return nil, fmt.Errorf("build opcua station %q: tag %q: type String needs a tag table that stores text", c.Name, t.Name)
+			}
+			s.tt = tt
+		}
 		id, err := tab.Define(tag.Def{Name: t.Name, Unit: t.Unit, Description: t.Description,
 			Source: "opcua:" + c.Name, Archive: archivePolicy(t.Archive), Deadband: t.Deadband})
 		if err != nil {
@@ -213,11 +223,12 @@ func monitorRequest(it item, h uint32) *ua.MonitoredItemCreateRequest {
 	return req
 }
 
-// samples appends the samples of one data value of it. floor is the
-// earliest time they may carry (see Station.badAt); 0 for none.
-func (s *Station) samples(batch []tag.Sample, it item, dv *ua.DataValue, floor int64) []tag.Sample {
+// samples appends the samples of one data value of it: numbers to batch,
+// the values of String tags to texts. floor is the earliest time they may
+// carry (see Station.badAt); 0 for none.
+func (s *Station) samples(batch []tag.Sample, texts []textSample, it item, dv *ua.DataValue, floor int64) ([]tag.Sample, []textSample) {
 	if dv == nil {
-		return batch
+		return batch, texts
 	}
 	if Overflowed(dv.Status) {
 		s.cnt.overflows.Add(1)
@@ -230,6 +241,21 @@ func (s *Station) samples(batch []tag.Sample, it item, dv *ua.DataValue, floor i
 	has := dv.EncodingMask&ua.DataValueValue != 0
 	for k, ti := range it.tags {
 		s.status[ti].Store(uint32(dv.Status))
+		if s.isText(ti) {
+			text, cut, ok := Text(dv.Value, it.elems[k])
+			switch {
+			case q == model.QualityBad || !has || !ok:
+				// No text Pith can store (a bad status, another type
+				// than String): bad, the last text kept.
+				texts = append(texts, textSample{tag: ti, t: t, q: model.QualityBad, hold: true})
+			case cut && q == model.QualityGood:
+				// Cut or repaired: no longer the server's text.
+				texts = append(texts, textSample{tag: ti, t: t, text: text, q: model.QualityUncertain})
+			default:
+				texts = append(texts, textSample{tag: ti, t: t, text: text, q: q})
+			}
+			continue
+		}
 		smp := tag.Sample{ID: s.ids[ti], T: t, Q: q}
 		v, ok := Float(dv.Value, it.elems[k])
 		switch {
@@ -244,7 +270,7 @@ func (s *Station) samples(batch []tag.Sample, it item, dv *ua.DataValue, floor i
 		}
 		batch = append(batch, smp)
 	}
-	return batch
+	return batch, texts
 }
 
 // stamp picks a value's time: the source timestamp unless the station
@@ -319,10 +345,11 @@ func (s *Station) read(ctx context.Context, c *opcua.Client, items []item, floor
 			return fmt.Errorf("read %d nodes: %d results", len(part), len(res.Results))
 		}
 		batch := make([]tag.Sample, 0, len(part))
+		var texts []textSample
 		for i, dv := range res.Results {
-			batch = s.samples(batch, part[i], dv, floor)
+			batch, texts = s.samples(batch, texts, part[i], dv, floor)
 		}
-		s.cnt.changes.Add(uint64(s.tab.Update(batch)))
+		s.cnt.changes.Add(uint64(s.tab.Update(batch) + s.writeTexts(ctx, texts)))
 	}
 	return nil
 }
@@ -333,12 +360,18 @@ func (s *Station) markBad() {
 	now := time.Now().UnixMilli()
 	s.badAt.Store(now)
 	batch := make([]tag.Sample, 0, len(s.ids)+1)
+	var texts []textSample
 	for i, id := range s.ids {
-		batch = append(batch, tag.Sample{ID: id, T: now, Q: model.QualityBad, Hold: true})
 		s.status[i].Store(uint32(ua.StatusBadServerNotConnected))
+		if s.isText(i) {
+			texts = append(texts, textSample{tag: i, t: now, q: model.QualityBad, hold: true})
+			continue
+		}
+		batch = append(batch, tag.Sample{ID: id, T: now, Q: model.QualityBad, Hold: true})
 	}
 	batch = append(batch, tag.Sample{ID: s.stat.comm, T: now, V: 0})
 	s.tab.Update(batch)
+	s.writeTexts(context.Background(), texts)
 	s.cnt.comm.Store(false)
 }
 

@@ -88,6 +88,36 @@ func Float(v *ua.Variant, element int) (float64, bool) {
 	return f, true
 }
 
+// Text returns the string a variant holds: a scalar when element is
+// negative, element element of a one-dimensional array otherwise, as a
+// text value Pith can store (model.FitText: line breaks made spaces, cut
+// to model.MaxTextLen bytes, invalid UTF-8 replaced); cut reports that
+// the stored text is no longer the server's. ok is false for an empty
+// variant, another type than String, and an index past the array's end.
+// It never panics.
+func Text(v *ua.Variant, element int) (text string, cut, ok bool) {
+	if v == nil {
+		return "", false, false
+	}
+	var s string
+	switch x := v.Value().(type) {
+	case string:
+		if element >= 0 {
+			return "", false, false
+		}
+		s = x
+	case []string:
+		if element < 0 || element >= len(x) {
+			return "", false, false
+		}
+		s = x[element]
+	default:
+		return "", false, false
+	}
+	text, cut = model.FitText(s)
+	return text, cut, true
+}
+
 // scalar converts one numeric value.
 func scalar(val any) (float64, bool) {
 	switch x := val.(type) {

@@ -3,10 +3,15 @@ package opcua
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"io"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 
 	"github.com/pith-historian/pith/internal/config"
@@ -103,9 +108,8 @@ func TestEncode(t *testing.T) {
 // FuzzValue converts whatever a server can put in a variant of each
 // numeric type, scalar or array, with any element index, and maps any
 // status code: nothing may panic or yield a non-finite number. The
-// variant is built from the fuzzed bytes rather than decoded by the
-// library, whose decoder panics on a negative array length (see
-// TestLibraryDecoderNegativeArrayLength). Run: go test -fuzz FuzzValue
+// variant is built from the fuzzed bytes, so that every type is reached
+// (FuzzDecodeDataValue fuzzes the decoder). Run: go test -fuzz FuzzValue
 // ./internal/acq/opcua/
 func FuzzValue(f *testing.F) {
 	f.Add(uint8(11), false, int16(-1), uint32(0), []byte{0, 0, 0, 0, 0, 0, 0xf8, 0x7f})
@@ -178,22 +182,211 @@ func numbers(kind uint8, b []byte) any {
 	return out.Interface()
 }
 
-// TestLibraryDecoderNegativeArrayLength records a defect of gopcua
-// v0.8.0: its variant decoder panics on an array length below -1, in the
-// secure channel's receive goroutine where nothing can recover it, so a
-// faulty or hostile server (or anyone on the path of an unsigned
-// channel) can stop Pith. The test fails once the library is fixed, to
-// remind whoever upgrades it to delete this note.
-func TestLibraryDecoderNegativeArrayLength(t *testing.T) {
-	// Encoding mask: value present; variant: Double array, length -2.
-	b := []byte{0x01, 0x80 | 11, 0xfe, 0xff, 0xff, 0xff}
-	panicked := func() (p bool) {
-		defer func() { p = recover() != nil }()
+// TestDecoderHostileLengths feeds the OPC UA decoder the malformed lengths
+// that made gopcua v0.8.0 panic in the secure channel's receive goroutine
+// (where nothing recovers, so one faulty or hostile server, or anyone on
+// the path of an unsigned channel, could stop Pith): a negative array
+// length, lengths past the message's end, dimensions whose product wraps
+// around. Pith builds the patched copy in third_party/opcua: each must be
+// an error wrapping BadDecodingError (or the library's encoding-limit
+// and unbalanced-array errors), never a panic, both through the variant's
+// own decoder and through a whole Publish response as the channel decodes
+// it.
+func TestDecoderHostileLengths(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		dv   []byte // an encoded DataValue
+	}{
+		// Encoding mask: value present; variant: Double array, length -2.
+		{"negative length", []byte{0x01, 0x80 | 11, 0xfe, 0xff, 0xff, 0xff}},
+		{"min int32 length", []byte{0x01, 0x80 | 11, 0x00, 0x00, 0x00, 0x80}},
+		{"length past the end", []byte{0x01, 0x80 | 11, 0x00, 0xff, 0x00, 0x00, 1, 2, 3, 4, 5, 6, 7, 8}},
+		{"dimensions past the end", []byte{0x01, 0xC0 | 1, 0x01, 0x00, 0x00, 0x00, 0x01, 0xff, 0xff, 0xff, 0x7f}},
+		// 2 elements, dimensions 65538 x 65536 x ... wrap to 2 in int32.
+		{"wrapping dimensions", []byte{0x01, 0xC0 | 1, 0x02, 0x00, 0x00, 0x00, 0x01, 0x01, 0x02, 0x00, 0x00, 0x00,
+			0x02, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x00}},
+		{"string array negative length", []byte{0x01, 0x80 | 12, 0xfd, 0xff, 0xff, 0xff}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("DataValue.Decode panicked: %v", r)
+					}
+				}()
+				var dv ua.DataValue
+				_, err = dv.Decode(tt.dv)
+			}()
+			if err == nil {
+				t.Fatal("DataValue.Decode accepted it")
+			}
+			// The same value inside a Publish response, decoded as the
+			// secure channel decodes every message it receives.
+			msg := publishResponse(t, tt.dv)
+			if _, _, err := ua.DecodeService(msg); err == nil || errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Fatalf("DecodeService: %v, want the value refused", err)
+			}
+		})
+	}
+	// The genuine response decodes, so the failures above are the
+	// malformed value's.
+	good := []byte{0x01, 0x80 | 11, 0x01, 0x00, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f}
+	_, body, err := ua.DecodeService(publishResponse(t, good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := body.(*ua.PublishResponse).NotificationMessage.NotificationData[0].Value.(*ua.DataChangeNotification).MonitoredItems[0]
+	if got, ok := Float(m.Value.Value, 0); !ok || got != 1.5 {
+		t.Fatalf("genuine value decoded as %v, %v", got, ok)
+	}
+	// A decoder defect not met yet still ends as an error: ua.Decode
+	// recovers (a nil target makes reflect panic inside it).
+	if _, err := ua.Decode([]byte{1, 2, 3}, (*ua.DataValue)(nil)); !errors.Is(err, ua.StatusBadDecodingError) {
+		t.Fatalf("ua.Decode of a panicking target: %v, want BadDecodingError", err)
+	}
+}
+
+// publishResponse encodes a Publish response whose one data change
+// carries the encoded DataValue dv, as a server sends it (type id first).
+func publishResponse(t *testing.T, dv []byte) []byte {
+	t.Helper()
+	const marker = 123.456
+	mark, _ := ua.NewVariant(marker)
+	res := &ua.PublishResponse{
+		ResponseHeader: &ua.ResponseHeader{Timestamp: time.Unix(1, 0), ServiceDiagnostics: &ua.DiagnosticInfo{},
+			AdditionalHeader: ua.NewExtensionObject(nil)},
+		SubscriptionID: 1,
+		NotificationMessage: &ua.NotificationMessage{SequenceNumber: 1, PublishTime: time.Unix(1, 0),
+			NotificationData: []*ua.ExtensionObject{ua.NewExtensionObject(&ua.DataChangeNotification{
+				MonitoredItems: []*ua.MonitoredItemNotification{{ClientHandle: 0,
+					Value: &ua.DataValue{EncodingMask: ua.DataValueValue, Value: mark}}},
+				DiagnosticInfos: []*ua.DiagnosticInfo{},
+			})}},
+		AvailableSequenceNumbers: []uint32{},
+		Results:                  []ua.StatusCode{},
+		DiagnosticInfos:          []*ua.DiagnosticInfo{},
+	}
+	body, err := ua.Encode(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Swap the marker DataValue (mask 0x01, variant Double) for dv.
+	want, _ := (&ua.DataValue{EncodingMask: ua.DataValueValue, Value: mark}).Encode()
+	i := bytes.Index(body, want)
+	if i < 0 {
+		t.Fatal("marker value not found in the encoded response")
+	}
+	body = append(append(append([]byte(nil), body[:i]...), dv...), body[i+len(want):]...)
+	// The notification is an extension object whose length precedes
+	// its body: mend it (four-byte node id 811, binary body, length).
+	eo := bytes.Index(body, []byte{0x01, 0x00, 0x2b, 0x03, 0x01})
+	if eo < 0 || eo > i {
+		t.Fatal("notification's extension object not found")
+	}
+	n := binary.LittleEndian.Uint32(body[eo+5:])
+	binary.LittleEndian.PutUint32(body[eo+5:], n+uint32(len(dv)-len(want)))
+	typeID, err := ua.NewFourByteExpandedNodeID(0, id.PublishResponse_Encoding_DefaultBinary).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(typeID, body...)
+}
+
+// FuzzDecodeDataValue decodes arbitrary bytes as a DataValue with the
+// variant's own decoder (not through ua.Decode, whose recover would hide
+// a panic) and converts what it yields: nothing may panic. Seeded with
+// the malformed lengths of TestDecoderHostileLengths. Run: go test -fuzz
+// FuzzDecodeDataValue ./internal/acq/opcua/
+func FuzzDecodeDataValue(f *testing.F) {
+	f.Add([]byte{0x01, 0x80 | 11, 0xfe, 0xff, 0xff, 0xff})
+	f.Add([]byte{0x01, 0x80 | 11, 0x01, 0x00, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f})
+	f.Add([]byte{0x01, 0xC0 | 1, 0x02, 0x00, 0x00, 0x00, 0x01, 0x01, 0x02, 0x00, 0x00, 0x00, 0x02, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x00})
+	f.Add([]byte{0x0d, 12, 5, 0, 0, 0, 'h', 'e', 'l', 'l', 'o', 0, 0, 0, 0x40})
+	f.Fuzz(func(t *testing.T, b []byte) {
 		var dv ua.DataValue
-		_, _ = dv.Decode(b)
-		return false
-	}()
-	if !panicked {
-		t.Error("gopcua's decoder no longer panics on a negative array length: drop this test and its note in docs/config.md")
+		if _, err := dv.Decode(b); err != nil {
+			return
+		}
+		if f, ok := Float(dv.Value, -1); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			t.Fatalf("Float gave %v", f)
+		}
+		_, _ = Float(dv.Value, 0)
+		_, _, _ = Text(dv.Value, -1)
+		_, _, _ = Text(dv.Value, 0)
+	})
+}
+
+func TestText(t *testing.T) {
+	long := strings.Repeat("é", model.MaxTextLen) // 2 bytes each
+	for _, tt := range []struct {
+		v       any
+		el      int
+		want    string
+		cut, ok bool
+	}{
+		{"Running", -1, "Running", false, true},
+		{"two\r\nlines", -1, "two lines", false, true},
+		{long, -1, strings.Repeat("é", (model.MaxTextLen-3)/2) + "…", true, true},
+		{[]string{"a", "b"}, 1, "b", false, true},
+		{[]string{"a", "b"}, 2, "", false, false},
+		{[]string{"a"}, -1, "", false, false},
+		{"a", 0, "", false, false},
+		{3.5, -1, "", false, false},
+	} {
+		v, err := ua.NewVariant(tt.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, cut, ok := Text(v, tt.el)
+		if got != tt.want || cut != tt.cut || ok != tt.ok {
+			t.Errorf("Text(%.20v, %d) = %.20q, %v, %v; want %.20q, %v, %v", tt.v, tt.el, got, cut, ok, tt.want, tt.cut, tt.ok)
+		}
+	}
+	if _, _, ok := Text(nil, -1); ok {
+		t.Error("nil variant converted")
+	}
+}
+
+// TestDecoderDeepNesting feeds the decoder a DiagnosticInfo nesting two
+// million inner ones (one byte each) and Variant arrays of Variants
+// nested 400,000 deep: decoded recursively without a bound as released,
+// they cost seconds of CPU and a stack past 32-bit systems' limit (a
+// fatal error). The patched decoder refuses both past MaxNestingDepth,
+// and takes nesting up to it.
+func TestDecoderDeepNesting(t *testing.T) {
+	start := time.Now()
+	var d ua.DiagnosticInfo
+	if _, err := ua.Decode(append(bytes.Repeat([]byte{0x40}, 2<<20), 0), &d); !errors.Is(err, ua.StatusBadEncodingLimitsExceeded) {
+		t.Errorf("deep DiagnosticInfo: %v, want BadEncodingLimitsExceeded", err)
+	}
+	var v ua.Variant
+	if _, err := ua.Decode(append(bytes.Repeat([]byte{0x80 | 24, 1, 0, 0, 0}, 400_000), 0), &v); !errors.Is(err, ua.StatusBadEncodingLimitsExceeded) {
+		t.Errorf("deep Variant: %v, want BadEncodingLimitsExceeded", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("refusing took %v", d)
+	}
+	// MaxNestingDepth levels are fine.
+	if _, err := ua.Decode(append(bytes.Repeat([]byte{0x40}, ua.MaxNestingDepth), 0), &d); err != nil {
+		t.Errorf("DiagnosticInfo %d deep: %v", ua.MaxNestingDepth, err)
+	}
+	n := 0
+	for x := &d; x != nil; x = x.InnerDiagnosticInfo {
+		n++
+	}
+	if n != ua.MaxNestingDepth+1 {
+		t.Errorf("decoded %d levels, want %d", n, ua.MaxNestingDepth+1)
+	}
+	b := append(bytes.Repeat([]byte{0x80 | 24, 1, 0, 0, 0}, ua.MaxNestingDepth), 11, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f)
+	if _, err := ua.Decode(b, &v); err != nil {
+		t.Fatalf("Variant %d deep: %v", ua.MaxNestingDepth, err)
+	}
+	x := &v
+	for range ua.MaxNestingDepth {
+		x = x.Value().([]*ua.Variant)[0]
+	}
+	if x.Value() != 1.5 {
+		t.Errorf("innermost value %v", x.Value())
 	}
 }

@@ -96,6 +96,13 @@ func decimalOf(v float64, hint int) (m int64, e int, ok bool) {
 // and values needing more than 15 digits have none). ok is false if there is
 // no such e <= 15. It is the test AppendFloats uses.
 func DecimalExponent(vs []float64) (e int, ok bool) {
+	return DecimalExponentFrom(0, vs)
+}
+
+// DecimalExponentFrom continues DecimalExponent over more values: e is
+// what it returned for the values before vs, so that a column read a
+// piece at a time gets the exponent of the whole.
+func DecimalExponentFrom(e int, vs []float64) (int, bool) {
 	for _, v := range vs {
 		if _, ok := mantissaAt(v, e); ok {
 			continue

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+
+	"github.com/pith-historian/pith/internal/store/vfs"
 )
 
 // Reading the log while it is written, for consumers that keep their own
@@ -136,3 +138,102 @@ func (w *WAL) Segments() ([]Extent, error) {
 // FirstOffset is the offset of the first record of every segment: a
 // position {n, FirstOffset} is the start of segment n.
 const FirstOffset = headerSize
+
+// Reader reads the log the way a consumer with its own cursor does, each
+// call going on where the last one stopped: it keeps the segment it read
+// last open, with its read window, so that reading on costs no directory
+// listing, no open and no read of bytes already read. A Reader is not
+// safe for concurrent use; Close releases its file.
+type Reader struct {
+	w   *WAL
+	seg uint32
+	f   vfs.File
+	r   *segmentReader // nil when no segment is open
+}
+
+// NewReader returns a Reader of w.
+func (w *WAL) NewReader() *Reader { return &Reader{w: w} }
+
+// Read is WAL.Read through the reader's open segment: the same records,
+// the same handling of damage and of segments that no longer exist.
+func (rd *Reader) Read(from, to Pos, fn func(pos, end Pos, rec []byte) error) error {
+	w := rd.w
+	for seg := from.Segment; seg <= to.Segment; seg++ {
+		r, err := rd.open(seg)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Released, or never written: go on at the next segment.
+			next, ok, err := w.nextSegment(seg)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return nil
+			}
+			seg = next - 1
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if seg == to.Segment {
+			r.size = min(r.size, to.Offset)
+		}
+		if ok, err := w.checkHeader(r, seg); !ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		err = w.replayRecords(r, seg, false, from, func(pos Pos, rec []byte) error {
+			return fn(pos, Pos{Segment: pos.Segment, Offset: pos.Offset + recordSize(len(rec))}, rec)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// open returns the reader of segment seg with its current size, opening
+// it unless it is the one open already; its window is kept, as the bytes
+// of a segment below its size never change.
+func (rd *Reader) open(seg uint32) (*segmentReader, error) {
+	if rd.r == nil || rd.seg != seg {
+		rd.Close()
+		f, size, err := rd.w.openRead(seg)
+		if err != nil {
+			return nil, err
+		}
+		rd.f, rd.seg = f, seg
+		rd.r = newSegmentReader(f, size, rd.w.opts.MaxRecordSize)
+		return rd.r, nil
+	}
+	size, err := rd.f.Size()
+	if err != nil {
+		return nil, fmt.Errorf("stat segment: %w", err)
+	}
+	rd.r.size = size
+	return rd.r, nil
+}
+
+// Close closes the open segment, if any. The Reader may be used again.
+func (rd *Reader) Close() {
+	if rd.f != nil {
+		rd.f.Close()
+	}
+	rd.f, rd.r = nil, nil
+}
+
+// nextSegment returns the first segment after seg that exists.
+func (w *WAL) nextSegment(seg uint32) (uint32, bool, error) {
+	segs, err := w.listSegments()
+	if err != nil {
+		return 0, false, err
+	}
+	for _, n := range segs {
+		if n > seg {
+			return n, true, nil
+		}
+	}
+	return 0, false, nil
+}

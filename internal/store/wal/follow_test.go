@@ -168,3 +168,90 @@ func TestWaitDurableDuringCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderMatchesRead reads a log that grows, is synced in steps and
+// loses its oldest segments, with one Reader going on where it stopped
+// (and now and then jumping back or stopping early, as a follower does
+// after a full batch or a reset) and with WAL.Read: both see the same
+// records at the same positions, and never a record past the durable end.
+func TestReaderMatchesRead(t *testing.T) {
+	fs := vfs.NewFaultFS()
+	w := openWAL(t, fs, "/wal", func(o *Options) { o.SegmentSize = 1 << 10 })
+	rd := w.NewReader()
+	defer rd.Close()
+	type rec struct {
+		pos, end Pos
+		data     string
+	}
+	collect := func(read func(from, to Pos, fn func(pos, end Pos, rec []byte) error) error, from, to Pos, limit int) ([]rec, error) {
+		var out []rec
+		err := read(from, to, func(pos, end Pos, b []byte) error {
+			if limit >= 0 && len(out) == limit {
+				return errStop
+			}
+			out = append(out, rec{pos, end, string(b)})
+			return nil
+		})
+		if errors.Is(err, errStop) {
+			err = nil
+		}
+		return out, err
+	}
+	var all []Pos
+	cur := Pos{}
+	for round := range 200 {
+		for i := range round%7 + 1 {
+			p, err := w.Append(fmt.Appendf(nil, "round %d record %d %s", round, i, make([]byte, (round*13+i*7)%90)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, p)
+		}
+		if round%3 != 2 {
+			if err := w.Sync(context.Background(), all[len(all)-1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		durable := w.Durable()
+		if round%50 == 49 {
+			// Release the segments before the cursor's.
+			if err := w.TruncateBefore(cur.Segment); err != nil {
+				t.Fatal(err)
+			}
+		}
+		from := cur
+		if round%11 == 10 && len(all) > 20 {
+			from = all[len(all)-20] // back, as after a reset
+			if from.Less(cur) && from.Segment < cur.Segment {
+				from = cur // its segment may be released
+			}
+		}
+		limit := -1
+		if round%4 == 0 {
+			limit = 3 // a full batch stops the read
+		}
+		want, err := collect(w.Read, from, durable, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := collect(rd.Read, from, durable, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("round %d from %v to %v: Reader read\n%v\nwant\n%v", round, from, durable, got, want)
+		}
+		for _, r := range got {
+			if !r.pos.Less(durable) {
+				t.Fatalf("round %d: record at %v, past the durable end %v", round, r.pos, durable)
+			}
+		}
+		if len(got) > 0 {
+			cur = got[len(got)-1].end
+		} else if cur.Less(durable) && limit < 0 {
+			cur = durable
+		}
+	}
+}
+
+var errStop = errors.New("stop")

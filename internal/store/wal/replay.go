@@ -154,21 +154,38 @@ func (w *WAL) replaySegment(seg uint32, last bool, from Pos, limit int64, fn fun
 	if limit >= 0 {
 		size = min(size, limit)
 	}
-	path := w.path(seg)
 	r := newSegmentReader(f, size, w.opts.MaxRecordSize)
-	if err := r.header(seg); err != nil {
-		if isIOError(err) {
-			return fmt.Errorf("read segment header: %w", err)
-		}
-		if errors.Is(err, ErrNewerFormat) {
-			return fmt.Errorf("read segment %s: %w", path, err)
-		}
-		return w.damaged(&CorruptionError{File: path, Offset: 0, Err: err})
+	if ok, err := w.checkHeader(r, seg); !ok {
+		return err
 	}
+	return w.replayRecords(r, seg, last, from, fn)
+}
+
+// checkHeader checks the header of segment seg read by r. It returns
+// false with the error to return (nil when damage is skipped) when the
+// segment's records are not to be read.
+func (w *WAL) checkHeader(r *segmentReader, seg uint32) (bool, error) {
+	err := r.header(seg)
+	switch {
+	case err == nil:
+		return true, nil
+	case isIOError(err):
+		return false, fmt.Errorf("read segment header: %w", err)
+	case errors.Is(err, ErrNewerFormat):
+		return false, fmt.Errorf("read segment %s: %w", w.path(seg), err)
+	}
+	return false, w.damaged(&CorruptionError{File: w.path(seg), Offset: 0, Err: err})
+}
+
+// replayRecords calls fn for the records of segment seg that r reads, from
+// from on (or the first record); last is as for replaySegment.
+func (w *WAL) replayRecords(r *segmentReader, seg uint32, last bool, from Pos, fn func(Pos, []byte) error) error {
+	path := w.path(seg)
+	r.off = headerSize
 	if from.Segment == seg && from.Offset > r.off {
 		// Start at from only when it is a record boundary we can trust:
 		// positions come from Append, so it is.
-		r.off = min(from.Offset, size)
+		r.off = min(from.Offset, r.size)
 	}
 	for {
 		off := r.off

@@ -16,11 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pith-historian/pith/internal/alarm"
 	"github.com/pith-historian/pith/internal/api"
 	"github.com/pith-historian/pith/internal/dashboard"
 	"github.com/pith-historian/pith/internal/energy"
 	"github.com/pith-historian/pith/internal/model"
 	"github.com/pith-historian/pith/internal/store"
+	"github.com/pith-historian/pith/internal/tag"
 	"github.com/pith-historian/pith/internal/web"
 )
 
@@ -116,11 +118,12 @@ func TestBrowserDashboards(t *testing.T) {
 	mux.Handle(dashboard.PublicPrefix, dh)
 	mux.Handle("/dashboard", ws.BoardPage())
 	mux.Handle("/", ws.Handler())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	mountAlarms(t, ctx, mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "dashboards.mjs")
 	cmd.Env = append(os.Environ(), "PITH_URL="+srv.URL, "PITH_CHROMIUM="+chromium,
 		"PITH_NOW="+strconv.FormatInt(now, 10))
@@ -162,4 +165,35 @@ func TestBrowserDashboards(t *testing.T) {
 	if writes != "valve.sp=42" {
 		t.Errorf("control writes %q, want valve.sp=42 from the setpoint widget", writes)
 	}
+}
+
+// mountAlarms runs a real alarm engine watching boiler.temp (hi 80, alarm
+// boiler.hot) and serves it, with POST /test/set?v=X writing boiler.temp
+// into its tag table, for the browser to walk a lamp through the alarm
+// states.
+func mountAlarms(t *testing.T, ctx context.Context, mux *http.ServeMux) {
+	tab := tag.New(nil, tag.DefaultOptions(), nil)
+	id, err := tab.Define(tag.Def{Name: "boiler.temp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := alarm.New([]alarm.Def{{Name: "boiler.hot", Kind: alarm.KindHi, Tag: "boiler.temp", Limit: 80, Severity: "major"}},
+		nil, tab, alarm.DefaultOptions(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); e.Run(ctx) }()
+	t.Cleanup(func() { <-done })
+	h := e.Handler()
+	mux.Handle("/api/v1/alarms", h)
+	mux.Handle("/api/v1/alarms/", h)
+	mux.HandleFunc("/test/set", func(w http.ResponseWriter, r *http.Request) {
+		v, err := strconv.ParseFloat(r.URL.Query().Get("v"), 64)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		tab.Update([]tag.Sample{{ID: id, T: time.Now().UnixMilli(), V: v, Q: model.QualityGood}})
+	})
 }

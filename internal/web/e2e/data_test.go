@@ -24,12 +24,18 @@ const (
 	gapFrom      = 20
 	gapTo        = 23
 	digitalTag   = "test.valve_open"
+	stateTag     = "test.state" // text: stateNames[k%4] for hours [2k, 2k+2), a hostile one at k = xssState
+	xssState     = 5
+	xssText      = "<img src=x onerror=alert(5)>"
 	xssTag       = "<img src=x onerror=alert(1)>"
 	liveTags     = 1000
 	liveXSSTag   = "live.<img/src=x/onerror=alert(2)>" // a valid table name: no spaces allowed there
 	liveStaleTag = "live.stale"
 	liveBadTag   = "live.bad"
 )
+
+// stateNames are the values of the text tag.
+var stateNames = []string{"Idle", "Heating", "Holding", "Cooling"}
 
 // feedPoints is the size of the generated feed: the 9,000,000 points
 // (2.85 years at 10 s) of the standard feed dataset (README.md,
@@ -116,6 +122,18 @@ func loadStore(t *testing.T, db *store.DB, now time.Time, nFeed int) (feedFrom, 
 	}
 	if err := tx.Commit(context.Background()); err != nil {
 		t.Fatalf("commit test data: %v", err)
+	}
+	// The text tag: a state every two hours.
+	var texts []model.TextPoint
+	for k := int64(0); k < hourHours/2; k++ {
+		text := stateNames[k%int64(len(stateNames))]
+		if k == xssState {
+			text = xssText
+		}
+		texts = append(texts, model.TextPoint{Tag: stateTag, T: hourStart + k*2*3600_000, Text: text})
+	}
+	if err := db.WriteText(context.Background(), texts); err != nil {
+		t.Fatalf("write text: %v", err)
 	}
 	if err := db.Flush(); err != nil {
 		t.Fatalf("flush store: %v", err)

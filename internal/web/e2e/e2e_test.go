@@ -10,6 +10,15 @@
 // PITH_E2E_TARGETS=1 makes the time and CPU targets (first trend render
 // <= 150 ms, live page CPU <= 20%) fail the test instead of only being
 // reported, for a quiet machine.
+//
+// TestBrowserScreenshots compares every view at desktop and phone widths
+// with the PNGs in testdata/screens (fixed data, fixed clock, UTC, reduced
+// to the web-safe palette; a pixel may differ by one palette step, and at
+// most 0.3% of the pixels beyond that). After an intended layout change,
+// PITH_UPDATE_SCREENSHOTS=1 go test -run BrowserScreenshots . rewrites
+// them: look at each before committing. On a failure the run's image and
+// a diff (differing pixels in red) are kept in a temporary folder named in
+// the error.
 package e2e
 
 import (
@@ -165,6 +174,10 @@ func TestBrowser(t *testing.T) {
 	// sign-in (people_test.go tests the sign-in).
 	mux.HandleFunc("/api/v1/session", func(w http.ResponseWriter, r *http.Request) {
 		api.WriteValue(w, http.StatusOK, map[string]any{"signed_in": false, "accounts": false})
+	})
+	mux.HandleFunc("/api/v1/redundancy", func(w http.ResponseWriter, r *http.Request) { // as pith serve answers outside a pair
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"pair":false}`))
 	})
 	mux.Handle("/api/", apiSrv.Handler())
 	mux.Handle("/", ws.Handler())

@@ -213,6 +213,39 @@ await check('trend values, gap, zoom, CSV', async () => {
   return { ok: !errs.length, detail: errs.slice(0, 5).join('; ') || `${full} buckets checked, ${empty} empty in the gap; zoomed ${csv.rows.length} raw rows`, metrics: { buckets: full, gap_buckets: empty } };
 });
 
+await check('trend text lane', async () => {
+  // test.state holds a state every two hours over the hour tag's 48 hours
+  // (Idle, Heating, Holding, Cooling, ...; the sixth a hostile string):
+  // drawn as a lane of 24 labelled segments on the plot's time axis.
+  const from = hourStart, to = hourStart + 48 * 3600e3;
+  const errs = [];
+  for (const hash of [`tag=test.hour&tag=test.state&from=${from}&to=${to}`, `tag=test.state&from=${from}&to=${to}`]) {
+    await page.goto(base + '/#/trend?' + hash);
+    await chartReady(page);
+    await page.waitForSelector('.lane[data-tag="test.state"] .seg');
+    const r = await page.evaluate(() => {
+      const over = document.querySelector('.u-over').getBoundingClientRect();
+      const segs = [...document.querySelectorAll('.lane[data-tag="test.state"] .seg')].map(s => {
+        const b = s.getBoundingClientRect();
+        return { text: s.textContent, left: b.left - over.left, width: b.width, from: Number(s.dataset.from) };
+      });
+      return { segs, plotWidth: over.width, html: document.querySelector('.lane').innerHTML.includes('<img') };
+    });
+    const want = ['Idle', 'Heating', 'Holding', 'Cooling'];
+    if (r.segs.length !== 24) errs.push(`${hash}: ${r.segs.length} segments, want 24`);
+    r.segs.forEach((sg, k) => {
+      const w = k === 5 ? '<img src=x onerror=alert(5)>' : want[k % 4];
+      if (sg.text !== w) errs.push(`segment ${k}: ${JSON.stringify(sg.text)}, want ${JSON.stringify(w)}`);
+      if (sg.from !== from + k * 2 * 3600e3) errs.push(`segment ${k} starts at ${sg.from}`);
+      const wantLeft = r.plotWidth * k / 24, wantWidth = r.plotWidth / 24;
+      if (Math.abs(sg.left - wantLeft) > 2 || Math.abs(sg.width - wantWidth) > 2) errs.push(`segment ${k} at ${sg.left.toFixed(1)}+${sg.width.toFixed(1)} px, want ${wantLeft.toFixed(1)}+${wantWidth.toFixed(1)} on the plot's axis`);
+    });
+    if (r.html) errs.push('the hostile text became an element');
+    await page.screenshot({ path: join(shots, 'trend-text-' + (hash.includes('test.hour') ? 'mixed' : 'alone') + '.png') });
+  }
+  return { ok: !errs.length && !alerts, detail: errs.slice(0, 5).join('; ') || '24 segments in place, both with a numeric tag and alone', metrics: {} };
+});
+
 await check('hostile tag name shows as text', async () => {
   const errs = [];
   await page.goto(base + '/#/tags?q=img');

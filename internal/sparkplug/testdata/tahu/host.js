@@ -29,7 +29,7 @@ client.on('message', (topic, buf) => {
   try { p = payload.decodePayload(buf); } catch (e) { out({ ev: 'error', topic, error: String(e) }); return; }
   const metrics = (p.metrics || []).map((m) => ({
     name: m.name, alias: num(m.alias), type: m.type, value: num(m.value),
-    timestamp: num(m.timestamp), isNull: m.isNull,
+    timestamp: num(m.timestamp), isNull: m.isNull, properties: m.properties,
   }));
   out({ ev: 'msg', topic, seq: num(p.seq), timestamp: num(p.timestamp), metrics });
 });

@@ -11,7 +11,7 @@ import * as control from './control.js';
 import * as users from './users.js';
 import * as audit from './audit.js';
 import { session, can } from './session.js';
-import { apiKey } from './api.js';
+import { apiKey, getJSON } from './api.js';
 import { setStatus } from './util.js';
 
 // settings is the old name of the sign-in view (its API key form).
@@ -52,6 +52,23 @@ session().then(s => {
   if (s.signed_in) who.textContent = s.user + ' (' + s.role + ')';
   else if (s.user) who.textContent = 'Key ' + s.user;
 });
+
+// role shows, on a box of a redundant pair, whether it is the active one
+// (docs/redundancy.md); it stays hidden on a single Pith.
+async function role() {
+  try {
+    const r = await getJSON('/api/v1/redundancy');
+    const el = document.getElementById('role');
+    if (!r.pair) { el.hidden = true; return false; }
+    el.hidden = false;
+    el.textContent = r.role;
+    el.title = r.role === 'active' ? 'This box of the redundant pair polls and writes to devices'
+      : 'This box of the redundant pair mirrors the active one' + (r.active ? ' (' + r.active + ')' : '') + '; control goes to the active box';
+    el.classList.toggle('standby', r.role !== 'active');
+    return true;
+  } catch (e) { return true; /* not signed in yet: ask again */ }
+}
+role().then(pair => { if (pair) setInterval(role, 5000); });
 
 addEventListener('hashchange', route);
 route();

@@ -35,7 +35,32 @@ async function send(method, path, body) {
   return j;
 }
 
-const api = (path, params) => getJSON(base + path, params);
+// During a grid's first render (2 s after draw) every widget takes the
+// same "now", and identical reads (the same tag over the same range) are
+// made once and shared: a dashboard showing one tag in three charts asks
+// for it once.
+let drawNow = 0, firstRender = null;
+const now = () => (firstRender ? drawNow : Date.now());
+const api = (path, params) => {
+  if (!firstRender) return getJSON(base + path, params);
+  const key = path + '?' + new URLSearchParams(params || {});
+  let p = firstRender.get(key);
+  if (!p) { p = getJSON(base + path, params); firstRender.set(key, p); }
+  return p;
+};
+
+// TIERS are the rollup cell widths (ms) of the store: a chart's buckets
+// are whole cells of the widest tier that fits, on their multiples, so the
+// store answers from rollups without reading raw samples at bucket edges.
+const TIERS = [864e5, 108e5, 18e5, 3e5, 6e4, 1e4];
+export function alignedRange(to, span, points) {
+  const raw = Math.max(1000, span / Math.max(1, points));
+  const tier = TIERS.find(t => t <= raw) || 1000;
+  const step = Math.ceil(raw / tier) * tier;
+  const end = Math.ceil(to / step) * step;
+  const n = Math.max(1, Math.ceil(span / step));
+  return { from: end - n * step, to: end, points: n };
+}
 
 // rangeMs turns "24h", "7d", "1y" into milliseconds.
 export function rangeMs(s, def) {
@@ -123,6 +148,7 @@ const render = {
     body.replaceChildren(el('p', { className: 'big' }, fmt(val, w), el('span', { className: 'unit' }, ' ' + (w.unit || ''))), m);
   },
   async lamp(w, body) {
+    if (w.color_by === 'alarm') return alarmLamp(w, body);
     const v = (await latest(w.tags)).get(w.tags[0]);
     let state = 'off', label = 'normal';
     if (!v) { state = 'unknown'; label = 'no value'; }
@@ -144,7 +170,7 @@ const render = {
   async multigraph(w, body, opts) { await plot(w, body, w.stacked, false); },
   async bars(w, body) {
     const span = rangeMs(w.range, 7 * 864e5), unit = { hour: 36e5, day: 864e5, week: 6048e5, month: 2592e6, year: 31536e6 }[w.bucket || 'day'];
-    const to = Math.ceil(Date.now() / unit) * unit, from = to - span, n = Math.max(1, Math.round(span / unit));
+    const to = Math.ceil(now() / unit) * unit, from = to - span, n = Math.max(1, Math.round(span / unit));
     const r = await api('/api/v1/data', { tag: w.tags[0], from, to, points: n, agg: w.agg || 'sum' });
     body.replaceChildren(barChart(r.points.map(([t, v]) => ({ label: fmtTime(t).slice(0, 16), v })), w.unit));
   },
@@ -164,7 +190,7 @@ const render = {
   },
   async energy(w, body, opts) { await energyChart(w, body, opts); },
   async histogram(w, body) {
-    const to = Date.now(), from = to - rangeMs(w.range, 864e5);
+    const to = now(), from = to - rangeMs(w.range, 864e5);
     const p = { tag: w.tags[0], from, to, bins: w.bins || 10 };
     if (w.min != null && w.max != null) { p.min = w.min; p.max = w.max; }
     const r = await api('/api/v1/histogram', p);
@@ -172,11 +198,27 @@ const render = {
   },
 };
 
+// alarmLamp colours a lamp by the alarms watching its tag, the most urgent
+// state winning: active and unacknowledged, active and acknowledged,
+// returned to normal but unacknowledged, normal.
+const alarmStates = [['active', 'alarm-active', 'active, unacknowledged'], ['acknowledged', 'alarm-acked', 'active, acknowledged'],
+  ['cleared', 'alarm-returned', 'returned, unacknowledged'], ['normal', 'alarm-normal', 'normal']];
+let sharedAlarms = null;
+async function alarmLamp(w, body) {
+  if (!sharedAlarms) { sharedAlarms = api('/api/v1/alarms', { all: 1 }); setTimeout(() => { sharedAlarms = null; }, 1000); }
+  const r = await sharedAlarms;
+  const mine = (r.alarms || []).filter(a => a.tag === w.tags[0]);
+  const [, cls, label] = mine.length ? alarmStates.find(([st]) => mine.some(a => a.state === st)) || alarmStates[3] : ['', 'unknown', 'no alarm on this tag'];
+  const names = mine.filter(a => a.state !== 'normal').map(a => a.id).join(', ');
+  body.replaceChildren(el('p', { className: 'lamp ' + cls, role: 'img', ariaLabel: label }), el('p', null, label + (names ? ' (' + names + ')' : '')));
+}
+
 async function write(w, value, body) {
   if (pub || !isFinite(value)) return;
   if (w.confirm !== false && !confirm('Write ' + value + ' to ' + w.tags[0] + '?')) return;
   try {
     await send('POST', '/api/v1/control', { tag: w.tags[0], value });
+    shared = null; firstRender = null; // read the written value afresh
     status(w.tags[0] + ' = ' + value + ' written');
     refreshWidget(w);
   } catch (e) { status('write failed: ' + e.message, true); }
@@ -202,7 +244,7 @@ const finer = { year: 'month', month: 'day', week: 'day', day: 'hour' };
 async function energyChart(w, body, opts) {
   const st = w._zoom || (w._zoom = { bucket: w.bucket || 'day', from: null, to: null, stack: [] });
   if (st.from == null) {
-    st.to = Date.now();
+    st.to = now();
     st.from = st.to - rangeMs(!st.stack.length && st.bucket === (w.bucket || 'day') ? w.range : '',
       { hour: 864e5, day: 30 * 864e5, week: 182 * 864e5, month: 365 * 864e5, year: 5 * 365 * 864e5 }[st.bucket]);
   }
@@ -238,7 +280,7 @@ function label(t, bucket) {
 // import, export and self-consumption; heatpump: heat (first) over
 // electricity (second) gives the COP.
 async function solarView(w, body) {
-  const to = Date.now(), from = to - rangeMs(w.range, 864e5);
+  const to = now(), from = to - rangeMs(w.range, 864e5);
   const [a, b] = await Promise.all(w.tags.slice(0, 2).map(tag => api('/api/v1/energy', { tag, from, to, bucket: 'hour', tariff: 'none' })));
   const sum = r => r.buckets.reduce((s, x) => s + (x.kwh || 0), 0);
   const rows = [];
@@ -261,9 +303,9 @@ async function solarView(w, body) {
 // out. A trend gives each tag its own scale (the first two with an axis,
 // left and right); a multigraph overlays or stacks them on one.
 async function plot(w, body, stacked, ownAxes) {
-  const to = Date.now(), from = to - rangeMs(w.range || (doc && doc.range), 864e5);
   const px = Math.max(200, body.clientWidth || 400);
-  const rs = await Promise.all(w.tags.map(tag => api('/api/v1/data', { tag, from, to, points: Math.min(1000, px), agg: 'mean' })));
+  const { from, to, points } = alignedRange(now(), rangeMs(w.range || (doc && doc.range), 864e5), Math.min(1000, px));
+  const rs = await Promise.all(w.tags.map(tag => api('/api/v1/data', { tag, from, to, points, agg: 'mean' })));
   const xs = rs[0].points.map(p => p[0] / 1000);
   let ys = rs.map(r => r.points.map(p => p[1]));
   if (stacked) {
@@ -321,12 +363,13 @@ function draw() {
   }
   const main = [toolbar(), grid];
   root.replaceChildren(...main);
-  const lt = new Set(doc.widgets.filter(w => ['value', 'gauge', 'lamp', 'table', 'setpoint', 'switch'].includes(w.type)).flatMap(w => w.tags || []));
+  const lt = new Set(doc.widgets.filter(w => ['value', 'gauge', 'lamp', 'table', 'setpoint', 'switch'].includes(w.type) && w.color_by !== 'alarm').flatMap(w => w.tags || []));
+  drawNow = Date.now(); firstRender = new Map();
   shared = lt.size ? { tags: lt, values: latestAll([...lt]) } : null;
-  setTimeout(() => { shared = null; }, 2000);
+  setTimeout(() => { shared = null; firstRender = null; }, 2000);
   for (const w of doc.widgets) {
     refreshWidget(w);
-    if (!editing && ['value', 'gauge', 'lamp', 'table', 'setpoint', 'switch'].includes(w.type)) timers.push(setInterval(() => refreshWidget(w), 5000));
+    if (!editing && ['value', 'gauge', 'lamp', 'table', 'setpoint', 'switch'].includes(w.type)) timers.push(setInterval(() => refreshWidget(w), w.color_by === 'alarm' ? 2000 : 5000));
   }
   if (selected) { const s = grid.querySelector(`[data-id="${selected}"]`); if (s) s.focus(); }
 }
@@ -399,6 +442,7 @@ function configure(w) {
     f('min', 'Minimum', w.min, { type: 'number', step: 'any' }),
     f('max', 'Maximum', w.max, { type: 'number', step: 'any' }),
     f('high', 'High limit', w.high, { type: 'number', step: 'any' }),
+    w.type === 'lamp' && f('color_by', 'Colour by (limits or alarm)', w.color_by),
     w.type === 'text' && f('text', 'Text (markdown)', w.text, { multi: true }),
     el('p', null, el('button', { value: 'ok' }, 'Apply'), ' ', el('button', { value: 'cancel', formNoValidate: true }, 'Cancel')));
   const dlg = el('dialog', { ariaLabel: 'Configure widget' }, form);
@@ -410,7 +454,7 @@ function configure(w) {
       w.title = v('title') || undefined;
       if (w.type !== 'text') w.tags = v('tags').split(',').map(s => s.trim()).filter(Boolean);
       else w.text = form.elements.text.value;
-      for (const k of ['unit', 'range', 'bucket']) w[k] = v(k) || undefined;
+      for (const k of ['unit', 'range', 'bucket', 'color_by']) w[k] = v(k) || undefined;
       for (const k of ['min', 'max', 'high']) w[k] = num(k);
       dirty();
     } else if (!w.tags && w.type !== 'text') { doc.widgets = doc.widgets.filter(x => x !== w); }
@@ -473,14 +517,19 @@ async function listPage() {
 
 // ---- the report page -----------------------------------------------------
 
-async function reportPage() {
-  const now = new Date();
+// A link such as /dashboard#report?from=MS&to=MS&energy=T&tag=U&tariff=N
+// (the one scheduled reports carry) opens the page filled in and run.
+async function reportPage(link) {
+  const now = link.get('from') ? new Date(+link.get('from')) : new Date();
   const month = el('input', { type: 'month', id: 'rmonth', value: `${now.getFullYear()}-${String(now.getMonth() + 1).padStart(2, '0')}` });
-  const en = el('input', { id: 'renergy', placeholder: 'house.power' });
-  const st = el('input', { id: 'rtags', placeholder: 'room.temp' });
+  const en = el('input', { id: 'renergy', placeholder: 'house.power', value: link.getAll('energy').join(', ') });
+  const st = el('input', { id: 'rtags', placeholder: 'room.temp', value: link.getAll('tag').join(', ') });
   const out = el('div', { id: 'rout' });
+  let span = link.get('from') && link.get('to') ? { from: link.get('from'), to: link.get('to') } : null;
+  month.addEventListener('change', () => { span = null; });
   const params = () => {
-    const p = new URLSearchParams({ month: month.value });
+    const p = new URLSearchParams(span || { month: month.value });
+    if (link.get('tariff')) p.set('tariff', link.get('tariff'));
     en.value.split(',').map(s => s.trim()).filter(Boolean).forEach(t => p.append('energy', t));
     st.value.split(',').map(s => s.trim()).filter(Boolean).forEach(t => p.append('tag', t));
     return p;
@@ -511,6 +560,7 @@ async function reportPage() {
     el('form', { className: 'new noprint', onsubmit: run },
       el('label', { htmlFor: 'rmonth' }, 'Month'), month, el('label', { htmlFor: 'renergy' }, 'Energy tags'), en, el('label', { htmlFor: 'rtags' }, 'Other tags'), st,
       el('button', null, 'Run'), el('button', { type: 'button', id: 'rcsv', onclick: csv }, 'Download CSV'), el('button', { type: 'button', onclick: () => print() }, 'Print')), out);
+  if (span && (en.value || st.value)) run();
 }
 
 // ---- start ---------------------------------------------------------------
@@ -525,7 +575,7 @@ async function start() {
     }
     const id = decodeURIComponent(location.hash.slice(1));
     if (!id) return listPage();
-    if (id === 'report') return reportPage();
+    if (id === 'report' || id.startsWith('report?')) return reportPage(new URLSearchParams(id.slice(7)));
     doc = await getJSON('/api/v1/dashboards/' + encodeURIComponent(id));
     document.title = (doc.title || doc.id) + ' · Pith';
     draw();

@@ -27,7 +27,11 @@ export function mount(root) {
   el('div', { className: 'toolbar' }, el('button', { type: 'submit' }, 'Sign in')), msg);
 
   session().then(s => {
-    if (!s.signed_in) return;
+    if (!s.signed_in) {
+      // The plant's OpenID Connect provider: a full-page visit there and back.
+      if (s.oidc) form.querySelector('.toolbar').append(el('a', { className: 'button', href: '/api/v1/session/oidc' }, 'Sign in with ' + s.oidc));
+      return;
+    }
     form.hidden = true;
     const out = el('button', { type: 'button', onclick: () => signOut(false) }, 'Sign out');
     const all = el('button', { type: 'button', onclick: () => signOut(true) }, 'Sign out everywhere');

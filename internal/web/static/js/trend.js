@@ -4,11 +4,25 @@
 // minutes. Empty buckets are nulls and drawn as gaps. When the range holds
 // fewer samples than buckets the raw samples are drawn instead (gaps are
 // then breaks longer than five median intervals). Digital tags (only 0 and
-// 1) are drawn as steps. The hash captures the view:
+// 1) are drawn as steps. Text tags (states, batch ids) are drawn as lanes
+// under the plot, on its time axis: each value a labelled segment lasting
+// until the next one. The hash captures the view:
 // #/trend?tag=A&tag=B&range=1d or &from=MS&to=MS.
 import { data, tags } from './api.js';
 import { csvCell, el, fmtTime, setStatus } from './util.js';
 import { palette, alpha, isDigital, uPlotLib, bucketsFor } from './chart.js';
+
+// maxTextChanges is the most values of a text tag drawn one by one; past
+// it the lane shows each bucket's last value instead.
+const maxTextChanges = 2000;
+
+// segColor gives each text value its own colour, the same on every
+// redraw (a hash of the text picks one of the palette's).
+function segColor(text) {
+  let h = 0;
+  for (let i = 0; i < text.length; i++) h = (h * 31 + text.charCodeAt(i)) | 0;
+  return palette[Math.abs(h) % palette.length];
+}
 
 const presets = [
   ['1h', 3600e3], ['6h', 6 * 3600e3], ['1d', 86400e3], ['7d', 7 * 86400e3],
@@ -49,7 +63,7 @@ export function mount(root, params) {
     el('form', { className: 'toolbar', onsubmit: e => { e.preventDefault(); addTag(picker.value.trim()); } },
       picker, list, el('button', { type: 'submit' }, 'Add')),
     chips, presetBar, chartBox,
-    el('p', { className: 'muted small' }, 'Drag across the chart to zoom; the band is min to max, the line the mean. ', info));
+    el('p', { className: 'muted small' }, 'Drag across the chart to zoom; the band is min to max, the line the mean; text tags are lanes of their values. ', info));
 
   tags().then(t => {
     list.replaceChildren(...t.list.map(x => el('option', { value: x.name })));
@@ -147,6 +161,19 @@ export function mount(root, params) {
     return { mean: mean.points, min: mn.points, max: mx.points };
   }
 
+  // fetchText reads a text tag's values in the window, and the value it
+  // held when the window starts: its segments. With more values than
+  // maxTextChanges, each bucket's last value stands for its bucket.
+  async function fetchText(tag, from, to, n, signal) {
+    const [before, raw] = await Promise.all([
+      data(tag, 0, from, 1, 'last', signal).catch(() => ({ points: [] })),
+      data(tag, from, to, maxTextChanges, 'raw', signal)]);
+    let pts = raw.points;
+    if (raw.truncated) pts = (await data(tag, from, to, n, 'last', signal)).points.filter(p => p[1] != null);
+    const start = before.points.length ? before.points[0][1] : null;
+    return { text: true, start, points: pts };
+  }
+
   async function load() {
     const seq = ++loadSeq;
     if (ctl) ctl.abort();
@@ -166,7 +193,9 @@ export function mount(root, params) {
     setStatus('loading…');
     let res;
     try {
-      res = await Promise.all(st.tags.map(t => fetchTag(t, from, to, n, ctl.signal)));
+      const meta = await tags().catch(() => ({ byName: new Map() }));
+      res = await Promise.all(st.tags.map(t => meta.byName.get(t)?.kind === 'text'
+        ? fetchText(t, from, to, n, ctl.signal) : fetchTag(t, from, to, n, ctl.signal)));
     } catch (e) {
       if (e.name === 'AbortError') return;
       setStatus(e.message, true);
@@ -186,6 +215,7 @@ export function mount(root, params) {
   function merge(res) {
     const xsSet = new Set(), breaks = [];
     for (const r of res) {
+      if (r.text) { breaks.push([]); continue; }
       const p = r.raw || r.mean, br = [];
       for (const q of p) xsSet.add(q[0]);
       if (r.raw && p.length > 2) {
@@ -203,6 +233,7 @@ export function mount(root, params) {
     const idx = new Map();
     xs.forEach((x, i) => idx.set(x, i));
     const cols = res.map((r, k) => {
+      if (r.text) return r;
       const blank = () => new Array(xs.length).fill(undefined);
       const c = { mean: blank(), min: blank(), max: blank(), raw: !!r.raw };
       if (r.raw) {
@@ -222,9 +253,10 @@ export function mount(root, params) {
     const uPlot = uPlotLib();
     const m = merge(res);
     const series = [{}], bands = [], units = [];
-    const cols = [m.xs];
+    const cols = [m.xs.length ? m.xs : [from, to]];
     st.tags.forEach((name, i) => {
       const c = m.cols[i], color = palette[i % palette.length];
+      if (c.text) return;
       const unit = byName.get(name)?.unit || '';
       if (!units.includes(unit)) units.push(unit);
       const scale = 'u:' + unit;
@@ -259,9 +291,10 @@ export function mount(root, params) {
           u.setSelect({ left: 0, width: 0 }, false);
           setWindow(a, b);
         }],
-        draw: [() => {
+        draw: [u => {
           if (!first) return;
           first = false;
+          drawLanes(u, from, to, m.cols);
           performance.mark('pith:trend:render');
           const ms = performance.measure('pith:trend', 'pith:trend:request', 'pith:trend:render').duration;
           const fetched = performance.measure('pith:trend:fetch', 'pith:trend:request', 'pith:trend:data').duration;
@@ -275,6 +308,47 @@ export function mount(root, params) {
     shown = { from, to, xs: m.xs, cols: m.cols, names: st.tags.slice() };
   }
 
+  // drawLanes draws each text tag as a lane under the plot: a segment per
+  // value, from its time to the next value's (or the window's end),
+  // placed on the plot's time axis (its x scale is [from, to] across the
+  // plotting area). Called at the first draw, once the plot is laid out.
+  // Text reaches the page as text.
+  function drawLanes(u, from, to, cols) {
+    const left = u.over.offsetLeft, w = u.over.clientWidth;
+    const x = t => Math.max(0, Math.min(w, (t - from) / (to - from) * w));
+    const lanes = [];
+    st.tags.forEach((name, i) => {
+      const c = cols[i];
+      if (!c.text) return;
+      const segs = [];
+      let cur = c.start, t0 = from;
+      const add = (text, a, b) => {
+        if (text == null || b <= a) return;
+        const l = x(a), r = x(b);
+        const seg = el('div', { className: 'seg', title: text + '\n' + fmtTime(a) + ' → ' + fmtTime(b), dataset: { text, from: a, to: b } },
+          el('span', null, text));
+        seg.style.left = l + 'px';
+        seg.style.width = Math.max(1, r - l) + 'px';
+        seg.style.background = alpha(segColor(text), 0.28);
+        seg.style.borderColor = segColor(text);
+        segs.push(seg);
+      };
+      for (const [t, text] of c.points) {
+        if (text === cur) continue;
+        add(cur, t0, t);
+        cur = text;
+        t0 = t;
+      }
+      add(cur, t0, Math.min(to, Date.now()));
+      const track = el('div', { className: 'track' }, ...segs);
+      track.style.marginLeft = left + 'px';
+      track.style.width = w + 'px';
+      lanes.push(el('div', { className: 'lane', dataset: { tag: name }, role: 'group', ariaLabel: name + ' values' },
+        el('div', { className: 'lane-name' }, el('i', { className: 'swatch', dataset: { i: i % palette.length } }), name), track));
+    });
+    if (lanes.length) chartBox.append(el('div', { className: 'lanes' }, ...lanes));
+  }
+
   function destroy() {
     if (plot) { plot.destroy(); plot = null; }
     delete chartBox.dataset.ready;
@@ -284,6 +358,7 @@ export function mount(root, params) {
     if (!shown) return;
     const head = ['time_ms', 'time'];
     shown.names.forEach((n, i) => {
+      if (shown.cols[i].text) return; // text tags: their values are the lane's
       head.push(csvCell(n + ' mean'));
       if (!shown.cols[i].raw) head.push(csvCell(n + ' min'), csvCell(n + ' max'));
     });
@@ -291,6 +366,7 @@ export function mount(root, params) {
     shown.xs.forEach((x, j) => {
       const row = [x, new Date(x).toISOString()];
       shown.cols.forEach(c => {
+        if (c.text) return;
         row.push(c.mean[j] ?? '');
         if (!c.raw) row.push(c.min[j] ?? '', c.max[j] ?? '');
       });

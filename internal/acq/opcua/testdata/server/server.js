@@ -13,8 +13,15 @@
 //
 // Objects/Plant/Setpoints holds writable variables of each numeric type
 // (sp_double, sp_float, sp_int32, sp_uint16, sp_bool), Objects/Plant/Misc
-// an array (arr, 4 Doubles), a String (text) and a value whose status is
-// Uncertain (uncertain).
+// an array (arr, 4 Doubles), a String (text), a LocalizedText (label) and a
+// value whose status is Uncertain (uncertain).
+//
+// Objects/Plant/Live changes with the tick k too: state, a String taking
+// STATES[floor(k/5) % 5] (one of them on two lines, one of 1,500 bytes);
+// names, a String array ["n<k>", "fixed"]; level, an AnalogItem (EURange
+// 0..1000) of value k, for percent deadbands; skewed, a Double of value k
+// whose source timestamp is an hour behind (EPOCH + k*period - 3600000),
+// so that a client can tell the source from the server timestamp.
 //
 // Endpoints: security None, and Basic256Sha256 with Sign and
 // SignAndEncrypt; identities anonymous and user "operator" with password
@@ -90,8 +97,25 @@ async function main() {
   arr.setValueFromSource(new Variant({ dataType: DataType.Double, arrayType: VariantArrayType.Array, value: new Float64Array([1.5, 2.5, 3.5, 4.5]) }));
   const text = ns.addVariable({ componentOf: misc, browseName: "text", nodeId: "s=text", dataType: "String" });
   text.setValueFromSource(new Variant({ dataType: DataType.String, value: "hello" }));
+  const label = ns.addVariable({ componentOf: misc, browseName: "label", nodeId: "s=label", dataType: "LocalizedText" });
+  label.setValueFromSource(new Variant({ dataType: DataType.LocalizedText, value: { text: "Pump", locale: "en" } }));
   const unc = ns.addVariable({ componentOf: misc, browseName: "uncertain", nodeId: "s=uncertain", dataType: "Double", minimumSamplingInterval: 0 });
   unc.setValueFromSource(new Variant({ dataType: DataType.Double, value: 7 }), StatusCodes.UncertainLastUsableValue);
+
+  const live = ns.addFolder(plant, { browseName: "Live" });
+  const STATES = ["Idle", "Running", "Alarm: level high\r\nPump 2 tripped", "x".repeat(1497) + "END", "Stopped"];
+  const state = ns.addVariable({ componentOf: live, browseName: "state", nodeId: "s=state", dataType: "String", minimumSamplingInterval: 0 });
+  state.setValueFromSource(new Variant({ dataType: DataType.String, value: STATES[0] }));
+  const names = ns.addVariable({ componentOf: live, browseName: "names", nodeId: "s=names", dataType: "String", valueRank: 1, arrayDimensions: [2], minimumSamplingInterval: 0 });
+  names.setValueFromSource(new Variant({ dataType: DataType.String, arrayType: VariantArrayType.Array, value: ["n0", "fixed"] }));
+  const level = ns.addAnalogDataItem({ componentOf: live, browseName: "level", nodeId: "s=level", dataType: "Double",
+    engineeringUnitsRange: { low: 0, high: 1000 }, minimumSamplingInterval: 0 });
+  level.setValueFromSource(new Variant({ dataType: DataType.Double, value: 0 }));
+  const skewed = ns.addVariable({ componentOf: live, browseName: "skewed", nodeId: "s=skewed", dataType: "Double", minimumSamplingInterval: 0 });
+  // Its first value is an hour behind too: a client whose subscription
+  // delivers it before the first tick must not see it as the newest value.
+  skewed._internal_set_dataValue(new DataValue({ value: new Variant({ dataType: DataType.Double, value: 0 }),
+    statusCode: StatusCodes.Good, sourceTimestamp: new Date(Date.now() - 3600000), serverTimestamp: new Date() }));
 
   await server.start();
   const epoch = Math.floor(Date.now() / periodMs) * periodMs;
@@ -102,6 +126,12 @@ async function main() {
     for (const v of vars) {
       v.setValueFromSource(new Variant({ dataType: DataType.Double, value: k }), StatusCodes.Good, t);
     }
+    state.setValueFromSource(new Variant({ dataType: DataType.String, value: STATES[Math.floor(k / 5) % STATES.length] }), StatusCodes.Good, t);
+    names.setValueFromSource(new Variant({ dataType: DataType.String, arrayType: VariantArrayType.Array, value: ["n" + k, "fixed"] }), StatusCodes.Good, t);
+    level.setValueFromSource(new Variant({ dataType: DataType.Double, value: k }), StatusCodes.Good, t);
+    // setValueFromSource gives both timestamps the same value: set them apart.
+    skewed._internal_set_dataValue(new DataValue({ value: new Variant({ dataType: DataType.Double, value: k }),
+      statusCode: StatusCodes.Good, sourceTimestamp: new Date(t.getTime() - 3600000), serverTimestamp: new Date() }));
     const next = epoch + (k + 1) * periodMs - Date.now();
     setTimeout(tick, Math.max(0, next));
   };

@@ -1,0 +1,96 @@
+package store
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/pith-historian/pith/internal/model"
+)
+
+// TestHeadBlocksModel writes numbers and texts in small batches with late
+// and repeated timestamps, so that they cross many sealed blocks of the
+// head, and checks what the head answers, then what the runs answer after
+// the flush, against a model where the last write of a time wins.
+func TestHeadBlocksModel(t *testing.T) {
+	db := openHeadDB(t)
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	const t0 = int64(20_000)*partitionMs + 1000
+	nums := map[string]map[int64]float64{"n.a": {}, "n.b": {}}
+	texts := map[int64]string{}
+	for batch := range 60 {
+		var pts []model.Point
+		var tps []model.TextPoint
+		for range 50 {
+			// Mostly in order, some late, some repeated.
+			ts := t0 + int64(batch*50) + rng.Int64N(60)
+			if rng.IntN(10) == 0 {
+				ts = t0 + rng.Int64N(int64(batch*50+1))
+			}
+			for tag, m := range nums {
+				v := float64(rng.IntN(1000)) / 10
+				pts = append(pts, model.Point{Tag: tag, T: ts, V: v})
+				m[ts] = v
+			}
+			x := "s" + strconv.Itoa(rng.IntN(100))
+			tps = append(tps, model.TextPoint{Tag: "x.a", T: ts, Text: x})
+			texts[ts] = x
+		}
+		if err := db.Write(t.Context(), pts); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.WriteText(t.Context(), tps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for tag, m := range nums {
+			got, err := db.Raw(tag, t0, t0+partitionMs, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(m) {
+				t.Fatalf("%s: %s has %d samples, want %d", when, tag, len(got), len(m))
+			}
+			for i, s := range got {
+				if i > 0 && s.T <= got[i-1].T || m[s.T] != s.V {
+					t.Fatalf("%s: %s sample %d: %d=%v, want %v (last write)", when, tag, i, s.T, s.V, m[s.T])
+				}
+			}
+		}
+		got, err := db.RawText("x.a", t0, t0+partitionMs, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(texts) {
+			t.Fatalf("%s: x.a has %d texts, want %d", when, len(got), len(texts))
+		}
+		for i, s := range got {
+			if i > 0 && s.T <= got[i-1].T || texts[s.T] != s.Text {
+				t.Fatalf("%s: x.a text %d: %d=%q, want %q (last write)", when, i, s.T, s.Text, texts[s.T])
+			}
+		}
+	}
+	check("in the head")
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	check("flushed")
+}
+
+// openHeadDB opens a store in a temporary directory whose head is flushed
+// only by the test (an hour's age), relaxed so that writes are quick.
+func openHeadDB(t *testing.T) *DB {
+	t.Helper()
+	opts := DefaultOptions()
+	opts.Durability = DurabilityRelaxed
+	opts.HeadMaxAge = time.Hour
+	db, err := Open(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}

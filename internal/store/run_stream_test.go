@@ -1,0 +1,168 @@
+package store
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pith-historian/pith/internal/model"
+	"github.com/pith-historian/pith/internal/store/vfs"
+)
+
+// streamInputs are series of several shapes, ids increasing: dense and
+// regular, jittered, sparse, decimal with quality changes, full floats
+// crossing a cell boundary mid-chunk.
+func streamInputs() []runInput {
+	rng := rand.New(rand.NewPCG(7, 9))
+	t0 := int64(20_000) * partitionMs
+	mk := func(id uint32, n int, next func(i int, t int64) (int64, float64, model.Quality)) runInput {
+		in := runInput{id: id}
+		t := t0
+		for i := range n {
+			var v float64
+			var q model.Quality
+			t, v, q = next(i, t)
+			in.ts, in.vs, in.qs = append(in.ts, t), append(in.vs, v), append(in.qs, q)
+		}
+		return in
+	}
+	return []runInput{
+		mk(1, 5000, func(i int, t int64) (int64, float64, model.Quality) { return t + 1, float64(i), 0 }),
+		mk(2, 3000, func(i int, t int64) (int64, float64, model.Quality) {
+			return t + 95 + rng.Int64N(10), math.Round(rng.Float64()*1000) / 100, model.Quality(i / 700 % 3)
+		}),
+		mk(3, 40, func(i int, t int64) (int64, float64, model.Quality) { return t + 3_600_000, float64(i) / 3, 0 }),
+		mk(4, 2500, func(i int, t int64) (int64, float64, model.Quality) {
+			return t + 7 + rng.Int64N(3), 50 + 10*math.Sin(float64(i)/100) + rng.Float64()/1000, 0
+		}),
+		mk(5, 1025, func(i int, t int64) (int64, float64, model.Quality) { return t + 10, 1, 0 }),
+	}
+}
+
+// writeStreamRun writes inputs as a run, each series pushed in pieces of
+// the sizes pieces returns (0: whole), as run seq, and returns the
+// file's bytes.
+func writeStreamRun(t *testing.T, in []runInput, pieces func() int, dropRaw bool, seq uint64) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	rw, err := createRun(vfs.OS{}, dir, in[0].ts[0]/partitionMs, seq, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range in {
+		s := &in[i]
+		n := len(s.ts)
+		w := rw.beginSeries(s.id, finestTier(n, s.ts[0], s.ts[n-1]), dropRaw)
+		for k := 0; k < n; {
+			m := pieces()
+			if m == 0 {
+				m = n
+			}
+			m = min(m, n-k)
+			pushSamples(w, s.ts[k:k+m], s.vs[k:k+m], s.qs[k:k+m])
+			k += m
+		}
+		w.finish()
+	}
+	path, err := rw.finish(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, filepath.Base(path)))
+	return b
+}
+
+// TestSeriesWriterPieces checks that a series pushed in pieces of any size
+// (a merge pushes decoded chunks) is written byte for byte as when pushed
+// whole, with and without its raw samples.
+func TestSeriesWriterPieces(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, dropRaw := range []bool{false, true} {
+		whole := writeStreamRun(t, streamInputs(), func() int { return 0 }, dropRaw, 1)
+		for _, sizes := range []struct {
+			name string
+			f    func() int
+		}{
+			{"one", func() int { return 1 }},
+			{"chunk", func() int { return 600 }},
+			{"random", func() int { return 1 + rng.IntN(1500) }},
+		} {
+			got := writeStreamRun(t, streamInputs(), sizes.f, dropRaw, 1)
+			if !bytes.Equal(got, whole) {
+				t.Errorf("dropRaw %v, pieces %s: %d bytes differ from the %d of the whole series", dropRaw, sizes.name, len(got), len(whole))
+			}
+		}
+	}
+}
+
+// TestMergeOverlapStream merges three runs whose samples of a series meet
+// and repeat times (the newer run wins) and checks the merged run against
+// one written from the expected samples: same bytes.
+func TestMergeOverlapStream(t *testing.T) {
+	opts := DefaultOptions()
+	opts.MaxRunsPerPart = 100
+	opts.Durability = DurabilityRelaxed
+	db, err := Open(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	day := int64(20_000) * partitionMs
+	want := map[int64]float64{}
+	for k, step := range []int64{3, 5, 7} { // runs meet everywhere
+		var pts []model.Point
+		for i := int64(0); i < 4000; i++ {
+			ts := day + i*step + int64(k)
+			v := float64(k*100_000) + float64(i)
+			pts = append(pts, model.Point{Tag: "o.a", T: ts, V: v})
+			want[ts] = v
+		}
+		if err := db.Write(t.Context(), pts); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.flushMu.Lock()
+	defer db.flushMu.Unlock()
+	p := day / partitionMs
+	r, err := db.mergeRuns(p, db.parts[p], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	var got runInput
+	rs := r.find(r.index()[0].id)
+	if err := r.readAll(rs, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.ts) != len(want) {
+		t.Fatalf("merged %d samples, want %d", len(got.ts), len(want))
+	}
+	exp := runInput{id: rs.id}
+	for i, ts := range got.ts {
+		if i > 0 && ts <= got.ts[i-1] {
+			t.Fatalf("sample %d at %d after %d", i, ts, got.ts[i-1])
+		}
+		if got.vs[i] != want[ts] {
+			t.Fatalf("at %d: %v, want %v (the newest write)", ts, got.vs[i], want[ts])
+		}
+		exp.ts, exp.vs, exp.qs = append(exp.ts, ts), append(exp.vs, want[ts]), append(exp.qs, 0)
+	}
+	merged, err := os.ReadFile(r.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := writeStreamRun(t, []runInput{exp}, func() int { return 0 }, false, r.seq)
+	if !bytes.Equal(merged, direct) {
+		t.Errorf("merged run (%d bytes) differs from one written from the expected samples (%d bytes)", len(merged), len(direct))
+	}
+}

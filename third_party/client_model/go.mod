@@ -1,0 +1,3 @@
+module github.com/prometheus/client_model
+
+go 1.20

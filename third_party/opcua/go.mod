@@ -1,0 +1,3 @@
+module github.com/gopcua/opcua
+
+go 1.23
