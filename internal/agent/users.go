@@ -185,6 +185,10 @@ func (alarmAudit) Name() string { return "audit" }
 // Unmuted: acknowledgements on a pair's standby box are audited there.
 func (alarmAudit) Unmuted() {}
 
+// Inline: the journal holds an acknowledgement when its request is
+// answered, and a full queue never drops one.
+func (alarmAudit) Inline() {}
+
 func (a alarmAudit) Notify(_ context.Context, ev alarm.Event) error {
 	if ev.Event != alarm.EventAcknowledged {
 		return nil

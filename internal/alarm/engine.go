@@ -193,7 +193,11 @@ func New(defs []Def, hist *Log, tab Table, opts Options, log *slog.Logger) (*Eng
 	}
 	for _, n := range opts.Notifiers {
 		_, always := n.(Unmuted)
-		e.queues = append(e.queues, &notifyQueue{n: n, always: always, ch: make(chan queued, opts.NotifyQueue)})
+		q := &notifyQueue{n: n, always: always}
+		if _, inline := n.(Inline); !inline {
+			q.ch = make(chan queued, opts.NotifyQueue)
+		}
+		e.queues = append(e.queues, q)
 	}
 	if hist != nil {
 		if err := e.replay(); err != nil {
@@ -290,6 +294,13 @@ func (e *Engine) replay() error {
 // Unmuted marks a notifier that Mute does not silence: one that keeps a
 // redundant pair's two boxes in step rather than telling the outside.
 type Unmuted interface{ Unmuted() }
+
+// Inline marks a notifier called in the goroutine that caused the event,
+// before Ack (or the evaluation) returns, rather than from a queue of its
+// own: one that must hold the event by the time the request behind it is
+// answered, such as the audit journal. Notify must be quick and must not
+// call back into the engine; an inline notifier is never dropped.
+type Inline interface{ Inline() }
 
 // Mute silences (true) or restores (false) the notifiers but the Unmuted
 // ones. A muted engine still evaluates, logs and serves its alarms, so
@@ -698,7 +709,8 @@ func (e *Engine) Stats() Stats {
 	return s
 }
 
-// notifyQueue feeds one notifier from its own goroutine.
+// notifyQueue feeds one notifier from its own goroutine, or an Inline
+// one from the caller's (ch is nil).
 type notifyQueue struct {
 	n       Notifier
 	always  bool // never muted (see Mute)
@@ -716,6 +728,10 @@ func (q *notifyQueue) push(it queued, log *slog.Logger) {
 		it.d.done(false)
 		return
 	}
+	if q.ch == nil {
+		q.deliver(context.Background(), it, log)
+		return
+	}
 	select {
 	case q.ch <- it:
 	default:
@@ -730,17 +746,26 @@ func (q *notifyQueue) close() {
 	defer q.mu.Unlock()
 	if !q.closed {
 		q.closed = true
-		close(q.ch)
+		if q.ch != nil {
+			close(q.ch)
+		}
 	}
 }
 
 func (q *notifyQueue) run(ctx context.Context, log *slog.Logger) {
-	for it := range q.ch {
-		err := q.n.Notify(ctx, it.ev)
-		if err != nil {
-			q.failed.Add(1)
-			log.Warn("alarm notification failed", "notifier", q.n.Name(), "alarm", it.ev.Alarm, "event", it.ev.Event, "err", err)
-		}
-		it.d.done(err == nil)
+	if q.ch == nil {
+		return
 	}
+	for it := range q.ch {
+		q.deliver(ctx, it, log)
+	}
+}
+
+func (q *notifyQueue) deliver(ctx context.Context, it queued, log *slog.Logger) {
+	err := q.n.Notify(ctx, it.ev)
+	if err != nil {
+		q.failed.Add(1)
+		log.Warn("alarm notification failed", "notifier", q.n.Name(), "alarm", it.ev.Alarm, "event", it.ev.Event, "err", err)
+	}
+	it.d.done(err == nil)
 }

@@ -458,3 +458,42 @@ func TestMute(t *testing.T) {
 		t.Fatalf("restored: notified %d (outside) %d (pair); want 1, 3", out.n.Load(), pair.n.Load())
 	}
 }
+
+type inlineNotifier struct{ countNotifier }
+
+func (*inlineNotifier) Inline()  {}
+func (*inlineNotifier) Unmuted() {}
+
+// TestInlineNotifier: an Inline notifier holds each event by the time the
+// call that caused it returns, with no Run draining queues, and a queue
+// bound never drops one; a muted engine still hands it events when it is
+// also Unmuted.
+func TestInlineNotifier(t *testing.T) {
+	r := newRig(t, "", Def{Name: "hi", Kind: KindHi, Tag: "x", Limit: 10})
+	in, queued := &inlineNotifier{}, &countNotifier{}
+	opts := DefaultOptions()
+	opts.Clock = r.clk
+	opts.NotifyQueue = 1
+	opts.Notifiers = []Notifier{in, queued}
+	e, err := New([]Def{{Name: "hi", Kind: KindHi, Tag: "x", Limit: 10}}, nil, r.tab, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.e = e
+	want := int64(0)
+	for i := range 50 {
+		r.e.Mute(i%2 == 1)
+		r.set("x", int64(1000*i), 20, model.QualityGood)
+		if _, err := r.e.Ack("hi", "op"); err != nil {
+			t.Fatal(err)
+		}
+		r.set("x", int64(1000*i+500), 0, model.QualityGood)
+		want += 3
+		if got := in.n.Load(); got != want {
+			t.Fatalf("round %d: inline notifier has %d events, want %d", i, got, want)
+		}
+	}
+	if s := r.e.Stats(); s.NotifyDrops == 0 {
+		t.Fatalf("the queued notifier (bound 1, never drained) dropped nothing: %+v", s)
+	}
+}
