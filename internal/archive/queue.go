@@ -65,6 +65,7 @@ const (
 	defaultRetryMax = 10 * time.Second       // back-off ceiling
 	warnEvery       = 10 * time.Second       // log rate limit for repeated problems
 	freeChunks      = 4                      // spare chunks kept per writer
+	firstChunk      = 256                    // points a new chunk has room for
 )
 
 // pointBytes is what one queued point costs. Tag strings are not counted:
@@ -131,6 +132,7 @@ type Queue struct {
 	mu       sync.Mutex
 	shards   []shard
 	free     [][]model.Point
+	lastLen  int   // points the chunks written lately held (a decaying maximum): new chunks' room
 	pending  int64 // points enqueued and not yet written
 	closing  bool
 	frozenTo time.Time // zero when not frozen
@@ -262,6 +264,9 @@ func (q *Queue) appendRun(s int, pts []model.Point) {
 		}
 		c := &sh.chunks[last]
 		k := min(len(pts), q.opts.MaxBatch-len(c.pts))
+		if need := len(c.pts) + k; need > cap(c.pts) {
+			c.pts = growChunk(c.pts, need, q.opts.MaxBatch)
+		}
 		c.pts = append(c.pts, pts[:k]...)
 		pts = pts[k:]
 		if len(c.pts) == q.opts.MaxBatch && last == 0 {
@@ -270,13 +275,44 @@ func (q *Queue) appendRun(s int, pts []model.Point) {
 	}
 }
 
+// chunkRoom is the room a new chunk gets: what the chunks written lately
+// held (lastLen, at least firstChunk, at most MaxBatch). Chunks are as large as
+// the rate needs: a box archiving a thousand values a second, a few
+// dozen a batch, does not hold MaxBatch points of room in every chunk it
+// has used (400 kB each at the default, which the soak saw pile up over
+// half an hour as slow writes left more chunks in flight), and a bulk
+// load's chunks start full size instead of growing by copies; q.mu is
+// held.
+func (q *Queue) chunkRoom() int {
+	return min(q.opts.MaxBatch, max(firstChunk, q.lastLen))
+}
+
 func (q *Queue) newChunk() []model.Point {
 	if n := len(q.free); n > 0 {
 		c := q.free[n-1]
 		q.free = q.free[:n-1]
 		return c[:0]
 	}
-	return make([]model.Point, 0, q.opts.MaxBatch)
+	return make([]model.Point, 0, q.chunkRoom())
+}
+
+// recycle keeps a written chunk as a spare, unless there are enough or
+// it is much larger than the rate needs now (then it goes to the garbage
+// collector, and a burst's memory with it); q.mu is held.
+func (q *Queue) recycle(c []model.Point) {
+	q.lastLen = max(len(c), q.lastLen-q.lastLen/8)
+	if len(q.free) < freeChunks*len(q.shards) && cap(c) <= 4*q.chunkRoom() {
+		q.free = append(q.free, c)
+	}
+}
+
+// growChunk returns c with room for need points: doubled, at least need,
+// never more than maxBatch.
+func growChunk(c []model.Point, need, maxBatch int) []model.Point {
+	n := min(max(need, 2*cap(c)), maxBatch)
+	g := make([]model.Point, len(c), n)
+	copy(g, c)
+	return g
 }
 
 func notify(c chan struct{}) {
@@ -365,9 +401,7 @@ func (q *Queue) writer(s int) {
 		}
 		q.mu.Lock()
 		q.pending -= int64(len(c.pts))
-		if len(q.free) < freeChunks*len(q.shards) {
-			q.free = append(q.free, c.pts)
-		}
+		q.recycle(c.pts)
 		q.drainProgress()
 		q.mu.Unlock()
 	}

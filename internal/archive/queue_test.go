@@ -269,3 +269,77 @@ func TestTableFreezeEndToEnd(t *testing.T) {
 		t.Errorf("table stats = %+v", st)
 	}
 }
+
+// TestQueueChunksFitTheirBatches: at a low rate a chunk holds room for
+// what its batches hold, not MaxBatch points; a burst grows chunks to
+// MaxBatch and no further, every point is still written in order, and
+// after the burst, batches of a few points again leave no large spare.
+func TestQueueChunksFitTheirBatches(t *testing.T) {
+	fs := newFakeStore()
+	q := New(fs, nil, Options{Writers: 2, MaxDelay: time.Millisecond})
+	const tags = 10
+	rounds := points(tags, 300)
+	for _, b := range rounds[:100] {
+		q.Enqueue(b)
+		fs.waitFor(t, fs.count()+1) // a few points a batch
+	}
+	fs.waitFor(t, 100*tags)
+	checkRoom := func(when string) {
+		t.Helper()
+		q.mu.Lock()
+		room := 0
+		for _, c := range q.free {
+			room += cap(c)
+		}
+		for _, sh := range q.shards {
+			for _, c := range sh.chunks {
+				room += cap(c.pts)
+			}
+		}
+		q.mu.Unlock()
+		if want := 2 * (freeChunks + 1) * 4 * firstChunk; room > want {
+			t.Errorf("%s: chunks hold room for %d points; want at most %d", when, room, want)
+		}
+	}
+	checkRoom("batches of a few")
+	big := make([]model.Point, 0, 50000)
+	for _, b := range rounds[100:200] {
+		big = append(big, b...)
+	}
+	for range 30 {
+		q.Enqueue(big) // 1,000 points a call: chunks grow
+	}
+	fs.waitFor(t, 100*tags+30*1000)
+	for i, b := range rounds[200:] {
+		for j := range b {
+			b[j].T = int64(200 + i)
+		}
+		q.Enqueue(b)
+		fs.waitFor(t, fs.count()+1)
+	}
+	fs.waitFor(t, 100*tags+30*1000+100*tags)
+	checkRoom("batches of a few after a burst")
+	if err := q.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range q.free {
+		if cap(c) > DefaultOptions().MaxBatch {
+			t.Errorf("a chunk has room for %d points, more than MaxBatch", cap(c))
+		}
+	}
+}
+
+func TestGrowChunk(t *testing.T) {
+	for _, tc := range []struct{ cap0, need, max, want int }{
+		{256, 257, 10000, 512}, {256, 2000, 10000, 2000}, {8192, 8193, 10000, 10000}, {0, 1, 5, 1},
+	} {
+		c := make([]model.Point, tc.cap0/2, tc.cap0)
+		if tc.cap0 > 0 {
+			c[0].T = 42
+		}
+		g := growChunk(c, tc.need, tc.max)
+		if cap(g) != tc.want || len(g) != len(c) || tc.cap0 > 0 && g[0].T != 42 {
+			t.Errorf("growChunk(cap %d, need %d, max %d): cap %d len %d, want cap %d len %d", tc.cap0, tc.need, tc.max, cap(g), len(g), tc.want, len(c))
+		}
+	}
+}
