@@ -114,8 +114,12 @@ const cellBytes = 64 // approximate memory of one decoded cell
 
 // cacheIdle is how long a decoded tier or chunk that no query uses stays
 // in memory: at most this, at least half of it. A chart redrawn (zoom,
-// pan, a dashboard's refresh) within it decodes nothing twice.
-const cacheIdle = 5 * time.Minute
+// pan, a dashboard's refresh every minute) within it decodes nothing
+// twice. A decoded chunk takes 25 bytes a value against about one
+// stored, so every minute held of what queries touch is memory: at 5
+// minutes the soak's queries over the last minutes kept several MB once
+// the first head flush made them read run files.
+const cacheIdle = 2 * time.Minute
 
 func newCaches(tierBytes, chunkBytes int, now func() time.Time) *caches {
 	return &caches{
