@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
+	"strings"
 	"time"
 )
 
@@ -15,7 +17,10 @@ import (
 // PITH_SOAK_PROFILE is set): the released binary has no profiler. With
 // PITH_HEAP_PROFILE_DIR set, the process writes a heap profile there every
 // PITH_HEAP_PROFILE_EVERY (default 30s), named by its seconds since start,
-// after a collection, so that inuse_space is what is live.
+// after a collection, so that inuse_space is what is live, and beside it
+// the runtime's memory classes (runtime/metrics) as metrics-NNNNN.txt:
+// where resident memory goes besides live objects (free and unreleased
+// heap pages, stacks, the runtime's own structures).
 func init() {
 	dir := os.Getenv("PITH_HEAP_PROFILE_DIR")
 	if dir == "" {
@@ -48,6 +53,29 @@ func init() {
 				fmt.Fprintf(os.Stderr, "heap profile: %v\n", err)
 			}
 			f.Close()
+			writeRuntimeMetrics(filepath.Join(dir, fmt.Sprintf("metrics-%05d.txt", int(time.Since(start).Seconds()))))
 		}
 	}()
+}
+
+// writeRuntimeMetrics writes the runtime's memory and GC figures, one
+// "name value" line each.
+func writeRuntimeMetrics(name string) {
+	var samples []metrics.Sample
+	for _, d := range metrics.All() {
+		if strings.HasPrefix(d.Name, "/memory/classes/") || strings.HasPrefix(d.Name, "/gc/heap/goal") ||
+			strings.HasPrefix(d.Name, "/gc/heap/live") || strings.HasPrefix(d.Name, "/gc/gomemlimit") {
+			samples = append(samples, metrics.Sample{Name: d.Name})
+		}
+	}
+	metrics.Read(samples)
+	var b strings.Builder
+	for _, s := range samples {
+		if s.Value.Kind() == metrics.KindUint64 {
+			fmt.Fprintf(&b, "%s %d\n", s.Name, s.Value.Uint64())
+		}
+	}
+	if err := os.WriteFile(name, []byte(b.String()), 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "runtime metrics: %v\n", err)
+	}
 }
