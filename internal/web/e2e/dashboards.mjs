@@ -95,11 +95,19 @@ await check('setpoint write', async () => {
 await check('kWh zoom years to hours', async () => {
   await page.waitForSelector('.widget.energy .bar');
   // Zoom out to years, then in: year -> month -> day -> hour.
+  // Each click waits for the chart to show its new level: a button read as
+  // enabled before a slow render turned it disabled (at the year level)
+  // made a click wait 30 s for it in CI.
   const out = page.locator('.widget.energy button:has-text("Zoom out")');
-  for (let i = 0; i < 3; i++) {
-    if (await out.isDisabled()) break;
+  const level = async () => ((await page.textContent('.widget.energy p.muted')) || '').split(' · ')[0];
+  for (let i = 0; i < 4; i++) {
+    const was = await level();
+    if (was === 'year') break;
     await out.click();
-    await page.waitForTimeout(150);
+    await page.waitForFunction(prev => {
+      const p = document.querySelector('.widget.energy p.muted');
+      return p && p.textContent.split(' · ')[0] !== prev;
+    }, was);
   }
   const seen = [];
   for (const step of ['year', 'month', 'day', 'hour']) {
