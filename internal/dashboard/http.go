@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/pith-historian/pith/internal/docstore"
 )
 
 // Handler serves the dashboards API (/api/v1/dashboards) and the public
@@ -37,49 +38,25 @@ var Paths = []string{"/api/v1/dashboards", "/api/v1/dashboards/"}
 // PublicPrefix is the path of public pages: /d/<token>.
 const PublicPrefix = "/d/"
 
-func writeErr(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg})
-}
-
-func writeDoc(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
-}
-
 func (h *Handler) fail(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, ErrNotFound):
-		writeErr(w, http.StatusNotFound, err.Error())
+		docstore.WriteError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, ErrExists), errors.Is(err, ErrConflict):
-		writeErr(w, http.StatusConflict, err.Error())
+		docstore.WriteError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, ErrStorage):
 		h.log.Error("dashboard store", "err", err)
-		writeErr(w, http.StatusInternalServerError, err.Error())
+		docstore.WriteError(w, http.StatusInternalServerError, err.Error())
 	default:
-		writeErr(w, http.StatusBadRequest, err.Error())
+		docstore.WriteError(w, http.StatusBadRequest, err.Error())
 	}
-}
-
-func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
-	for _, m := range methods {
-		if r.Method == m || (m == http.MethodGet && r.Method == http.MethodHead) {
-			return true
-		}
-	}
-	w.Header().Set("Allow", strings.Join(methods, ", "))
-	writeErr(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed (allowed: "+strings.Join(methods, ", ")+")")
-	return false
 }
 
 // readDoc reads a request body as a dashboard.
 func readDoc(r *http.Request) (*Dashboard, error) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, MaxBytes+1))
+	b, err := docstore.ReadBody(r, MaxBytes)
 	if err != nil {
-		return nil, errors.New("read body: " + err.Error())
+		return nil, err
 	}
 	return Decode(b)
 }
@@ -105,7 +82,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest = strings.TrimPrefix(rest, "/")
 	switch {
 	case rest == "":
-		if !allow(w, r, http.MethodGet, http.MethodPost) {
+		if !docstore.Allow(w, r, http.MethodGet, http.MethodPost) {
 			return
 		}
 		if r.Method == http.MethodPost {
@@ -117,17 +94,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				h.fail(w, err)
 				return
 			}
-			writeDoc(w, http.StatusCreated, d)
+			docstore.WriteDoc(w, http.StatusCreated, d)
 			return
 		}
 		list := []summary{}
 		for _, d := range h.st.List() {
 			list = append(list, summary{d.ID, d.Title, d.Version, d.Updated, d.Public, d.Token, d.Display, len(d.Widgets)})
 		}
-		writeDoc(w, http.StatusOK, map[string]any{"dashboards": list})
+		docstore.WriteDoc(w, http.StatusOK, map[string]any{"dashboards": list})
 		return
 	case rest == "import":
-		if !allow(w, r, http.MethodPost) {
+		if !docstore.Allow(w, r, http.MethodPost) {
 			return
 		}
 		d, err := readDoc(r)
@@ -140,17 +117,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, err)
 			return
 		}
-		writeDoc(w, http.StatusCreated, d)
+		docstore.WriteDoc(w, http.StatusCreated, d)
 		return
 	}
 	id, action, _ := strings.Cut(rest, "/")
 	if !ValidID(id) {
-		writeErr(w, http.StatusNotFound, "no such dashboard: "+strconv.Quote(id))
+		docstore.WriteError(w, http.StatusNotFound, "no such dashboard: "+strconv.Quote(id))
 		return
 	}
 	switch action {
 	case "":
-		if !allow(w, r, http.MethodGet, http.MethodPut, http.MethodDelete) {
+		if !docstore.Allow(w, r, http.MethodGet, http.MethodPut, http.MethodDelete) {
 			return
 		}
 		switch r.Method {
@@ -163,7 +140,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				h.fail(w, err)
 				return
 			}
-			writeDoc(w, http.StatusOK, d)
+			docstore.WriteDoc(w, http.StatusOK, d)
 		case http.MethodDelete:
 			if err := h.st.Delete(id); err != nil {
 				h.fail(w, err)
@@ -176,10 +153,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				h.fail(w, err)
 				return
 			}
-			writeDoc(w, http.StatusOK, d)
+			docstore.WriteDoc(w, http.StatusOK, d)
 		}
 	case "duplicate":
-		if !allow(w, r, http.MethodPost) {
+		if !docstore.Allow(w, r, http.MethodPost) {
 			return
 		}
 		d, err := h.st.Get(id)
@@ -193,9 +170,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, err)
 			return
 		}
-		writeDoc(w, http.StatusCreated, d)
+		docstore.WriteDoc(w, http.StatusCreated, d)
 	case "export":
-		if !allow(w, r, http.MethodGet) {
+		if !docstore.Allow(w, r, http.MethodGet) {
 			return
 		}
 		d, err := h.st.Get(id)
@@ -206,9 +183,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c := *d
 		c.Public, c.Display, c.Token = false, false, ""
 		w.Header().Set("Content-Disposition", `attachment; filename="pith-dashboard-`+id+`.json"`)
-		writeDoc(w, http.StatusOK, &c)
+		docstore.WriteDoc(w, http.StatusOK, &c)
 	default:
-		writeErr(w, http.StatusNotFound, "no such endpoint: "+p)
+		docstore.WriteError(w, http.StatusNotFound, "no such endpoint: "+p)
 	}
 }
 
@@ -223,25 +200,25 @@ const maxPublicPoints = 5000
 // servePublic serves /d/<token> (the viewer page), /d/<token>/dashboard.json
 // (the read-only document) and /d/<token>/api/v1/... (reads of its tags).
 func (h *Handler) servePublic(w http.ResponseWriter, r *http.Request) {
-	if !allow(w, r, http.MethodGet) {
+	if !docstore.Allow(w, r, http.MethodGet) {
 		return
 	}
 	rest := strings.TrimPrefix(r.URL.Path, PublicPrefix)
 	token, sub, _ := strings.Cut(rest, "/")
 	d, err := h.st.ByToken(token)
 	if err != nil {
-		writeErr(w, http.StatusNotFound, "no such public dashboard")
+		docstore.WriteError(w, http.StatusNotFound, "no such public dashboard")
 		return
 	}
 	switch {
 	case sub == "":
 		h.page.ServeHTTP(w, r)
 	case sub == "dashboard.json":
-		writeDoc(w, http.StatusOK, d.PublicView())
+		docstore.WriteDoc(w, http.StatusOK, d.PublicView())
 	case publicReads["/"+sub]:
 		h.publicRead(w, r, d.PublicView(), "/"+sub)
 	default:
-		writeErr(w, http.StatusNotFound, "not found: "+r.URL.Path)
+		docstore.WriteError(w, http.StatusNotFound, "not found: "+r.URL.Path)
 	}
 }
 
@@ -258,18 +235,18 @@ func (h *Handler) publicRead(w http.ResponseWriter, r *http.Request, d *Dashboar
 		fallthrough
 	case "/api/v1/data", "/api/v1/energy", "/api/v1/histogram":
 		if len(q["tag"]) == 0 {
-			writeErr(w, http.StatusBadRequest, "missing parameter tag")
+			docstore.WriteError(w, http.StatusBadRequest, "missing parameter tag")
 			return
 		}
 		for _, t := range q["tag"] {
 			if !tags[t] {
-				writeErr(w, http.StatusForbidden, "tag "+strconv.Quote(t)+" is not on this dashboard")
+				docstore.WriteError(w, http.StatusForbidden, "tag "+strconv.Quote(t)+" is not on this dashboard")
 				return
 			}
 		}
 		if v := q.Get("points"); v != "" {
 			if n, err := strconv.Atoi(v); err != nil || n > maxPublicPoints {
-				writeErr(w, http.StatusBadRequest, "parameter points: at most "+strconv.Itoa(maxPublicPoints)+" on a public page")
+				docstore.WriteError(w, http.StatusBadRequest, "parameter points: at most "+strconv.Itoa(maxPublicPoints)+" on a public page")
 				return
 			}
 		}
@@ -298,7 +275,7 @@ func (h *Handler) publicRead(w http.ResponseWriter, r *http.Request, d *Dashboar
 		Tags []map[string]any `json:"tags"`
 	}
 	if rec.code != http.StatusOK || json.Unmarshal(rec.buf.Bytes(), &all) != nil {
-		writeErr(w, http.StatusBadGateway, "read tags")
+		docstore.WriteError(w, http.StatusBadGateway, "read tags")
 		return
 	}
 	out := []map[string]any{}
@@ -307,7 +284,7 @@ func (h *Handler) publicRead(w http.ResponseWriter, r *http.Request, d *Dashboar
 			out = append(out, t)
 		}
 	}
-	writeDoc(w, http.StatusOK, map[string]any{"tags": out})
+	docstore.WriteDoc(w, http.StatusOK, map[string]any{"tags": out})
 }
 
 // publicAlarms answers a public page's GET /api/v1/alarms: the current
@@ -318,7 +295,7 @@ func (h *Handler) publicAlarms(w http.ResponseWriter, rec *bufWriter, tags map[s
 		Alarms []map[string]any `json:"alarms"`
 	}
 	if rec.code != http.StatusOK || json.Unmarshal(rec.buf.Bytes(), &all) != nil {
-		writeErr(w, http.StatusBadGateway, "read alarms")
+		docstore.WriteError(w, http.StatusBadGateway, "read alarms")
 		return
 	}
 	out := []map[string]any{}
@@ -328,7 +305,7 @@ func (h *Handler) publicAlarms(w http.ResponseWriter, rec *bufWriter, tags map[s
 			out = append(out, a)
 		}
 	}
-	writeDoc(w, http.StatusOK, map[string]any{"alarms": out})
+	docstore.WriteDoc(w, http.StatusOK, map[string]any{"alarms": out})
 }
 
 // bufWriter keeps an inner answer to filter it.

@@ -33,48 +33,25 @@ var Paths = []string{"/api/v1/pictures", "/api/v1/pictures/"}
 // file: nothing loads and nothing runs, even if the sanitiser missed one.
 const svgPolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
 
-func writeErr(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg})
-}
-
-func writeDoc(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
-}
-
 func (h *Handler) fail(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, docstore.ErrNotFound):
-		writeErr(w, http.StatusNotFound, err.Error())
+		docstore.WriteError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, docstore.ErrExists), errors.Is(err, docstore.ErrConflict):
-		writeErr(w, http.StatusConflict, err.Error())
+		docstore.WriteError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, docstore.ErrStorage):
 		h.log.Error("picture store", "err", err)
-		writeErr(w, http.StatusInternalServerError, err.Error())
+		docstore.WriteError(w, http.StatusInternalServerError, err.Error())
 	default:
-		writeErr(w, http.StatusBadRequest, err.Error())
+		docstore.WriteError(w, http.StatusBadRequest, err.Error())
 	}
 }
 
-func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
-	for _, m := range methods {
-		if r.Method == m || (m == http.MethodGet && r.Method == http.MethodHead) {
-			return true
-		}
-	}
-	w.Header().Set("Allow", strings.Join(methods, ", "))
-	writeErr(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed (allowed: "+strings.Join(methods, ", ")+")")
-	return false
-}
-
+// readDoc reads a request body as a picture.
 func readDoc(r *http.Request) (*Picture, error) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, MaxBytes+1))
+	b, err := docstore.ReadBody(r, MaxBytes)
 	if err != nil {
-		return nil, errors.New("read body: " + err.Error())
+		return nil, err
 	}
 	return Decode(b)
 }
@@ -103,7 +80,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest, _ := strings.CutPrefix(r.URL.Path, "/api/v1/pictures")
 	rest = strings.TrimPrefix(rest, "/")
 	if rest == "" {
-		if !allow(w, r, http.MethodGet, http.MethodPost) {
+		if !docstore.Allow(w, r, http.MethodGet, http.MethodPost) {
 			return
 		}
 		if r.Method == http.MethodPost {
@@ -115,14 +92,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				h.fail(w, err)
 				return
 			}
-			writeDoc(w, http.StatusCreated, p)
+			docstore.WriteDoc(w, http.StatusCreated, p)
 			return
 		}
 		list := []summary{}
 		for _, p := range h.st.List() {
 			list = append(list, summary{p.ID, p.Title, p.Version, p.Updated, len(p.Bindings)})
 		}
-		writeDoc(w, http.StatusOK, map[string]any{"pictures": list})
+		docstore.WriteDoc(w, http.StatusOK, map[string]any{"pictures": list})
 		return
 	}
 	if rest == "sanitize" {
@@ -131,12 +108,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id, action, _ := strings.Cut(rest, "/")
 	if !ValidID(id) {
-		writeErr(w, http.StatusNotFound, "no such picture: "+strconv.Quote(id))
+		docstore.WriteError(w, http.StatusNotFound, "no such picture: "+strconv.Quote(id))
 		return
 	}
 	switch action {
 	case "":
-		if !allow(w, r, http.MethodGet, http.MethodPut, http.MethodDelete) {
+		if !docstore.Allow(w, r, http.MethodGet, http.MethodPut, http.MethodDelete) {
 			return
 		}
 		switch r.Method {
@@ -149,7 +126,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				h.fail(w, err)
 				return
 			}
-			writeDoc(w, http.StatusOK, p)
+			docstore.WriteDoc(w, http.StatusOK, p)
 		case http.MethodDelete:
 			if err := h.st.Delete(id); err != nil {
 				h.fail(w, err)
@@ -165,10 +142,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				h.fail(w, err)
 				return
 			}
-			writeDoc(w, http.StatusOK, p)
+			docstore.WriteDoc(w, http.StatusOK, p)
 		}
 	case "svg":
-		if !allow(w, r, http.MethodGet) {
+		if !docstore.Allow(w, r, http.MethodGet) {
 			return
 		}
 		p, err := h.st.Get(id)
@@ -186,7 +163,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		io.WriteString(w, p.SVG)
 	default:
-		writeErr(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
+		docstore.WriteError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 	}
 }
 
@@ -194,7 +171,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // drawing as it would be stored: the editor shows an uploaded file only
 // after this.
 func (h *Handler) sanitize(w http.ResponseWriter, r *http.Request) {
-	if !allow(w, r, http.MethodPost) {
+	if !docstore.Allow(w, r, http.MethodPost) {
 		return
 	}
 	var req struct {
@@ -203,13 +180,13 @@ func (h *Handler) sanitize(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(io.LimitReader(r.Body, MaxBytes+1))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		writeErr(w, http.StatusBadRequest, "decode body: "+err.Error())
+		docstore.WriteError(w, http.StatusBadRequest, "decode body: "+err.Error())
 		return
 	}
 	clean, err := Sanitize([]byte(req.SVG))
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "svg: "+err.Error())
+		docstore.WriteError(w, http.StatusBadRequest, "svg: "+err.Error())
 		return
 	}
-	writeDoc(w, http.StatusOK, map[string]string{"svg": string(clean)})
+	docstore.WriteDoc(w, http.StatusOK, map[string]string{"svg": string(clean)})
 }
