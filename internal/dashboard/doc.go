@@ -110,7 +110,7 @@ func (d *Dashboard) Check() error {
 	if d.ID != "" && !ValidID(d.ID) {
 		return fmt.Errorf("id %q: want 1 to 64 of a-z, 0-9, _ and -, starting with a letter or digit, and not \"import\"", d.ID)
 	}
-	if err := checkText("title", d.Title, MaxTitle); err != nil {
+	if err := docstore.CheckText("title", d.Title, MaxTitle); err != nil {
 		return err
 	}
 	if d.Range != "" && !durRE.MatchString(d.Range) {
@@ -132,18 +132,6 @@ func (d *Dashboard) Check() error {
 	return nil
 }
 
-func checkText(field, s string, max int) error {
-	if len(s) > max {
-		return fmt.Errorf("%s: %d bytes, at most %d", field, len(s), max)
-	}
-	for _, r := range s {
-		if r != '\n' && r != '\t' && unicode.IsControl(r) {
-			return fmt.Errorf("%s: holds control character %q", field, r)
-		}
-	}
-	return nil
-}
-
 func (w *Widget) check() error {
 	if !idRE.MatchString(w.ID) {
 		return fmt.Errorf("id %q: want 1 to 64 of a-z, 0-9, _ and -", w.ID)
@@ -161,13 +149,13 @@ func (w *Widget) check() error {
 	if w.Y < 0 || w.Y >= MaxRows || w.H < 1 || w.H > MaxHeight {
 		return fmt.Errorf("y %d, h %d: want y from 0 to %d and h from 1 to %d", w.Y, w.H, MaxRows-1, MaxHeight)
 	}
-	if err := checkText("title", w.Title, MaxTitle); err != nil {
+	if err := docstore.CheckText("title", w.Title, MaxTitle); err != nil {
 		return err
 	}
-	if err := checkText("text", w.Text, MaxText); err != nil {
+	if err := docstore.CheckText("text", w.Text, MaxText); err != nil {
 		return err
 	}
-	if err := checkText("unit", w.Unit, 32); err != nil {
+	if err := docstore.CheckText("unit", w.Unit, 32); err != nil {
 		return err
 	}
 	if len(w.Tags) > MaxTags {

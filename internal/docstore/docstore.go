@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/pith-historian/pith/internal/atomicfile"
 )
@@ -33,6 +34,20 @@ var idRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // ValidID reports whether id may name a document (and its file).
 func ValidID(id string) bool { return idRE.MatchString(id) }
+
+// CheckText refuses a document's text field s longer than max bytes or
+// holding a control character other than a newline or a tab.
+func CheckText(field, s string, max int) error {
+	if len(s) > max {
+		return fmt.Errorf("%s: %d bytes, at most %d", field, len(s), max)
+	}
+	for _, r := range s {
+		if r != '\n' && r != '\t' && unicode.IsControl(r) {
+			return fmt.Errorf("%s: holds control character %q", field, r)
+		}
+	}
+	return nil
+}
 
 // Decode reads one document of kind strictly: unknown fields and data
 // after the document are errors naming them, and so is a document over

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"unicode"
 
 	"github.com/pith-historian/pith/internal/docstore"
 )
@@ -94,7 +93,7 @@ func (p *Picture) Check() error {
 	if p.ID != "" && !ValidID(p.ID) {
 		return fmt.Errorf("id %q: want 1 to 64 of a-z, 0-9, _ and -, starting with a letter or digit, and not \"sanitize\"", p.ID)
 	}
-	if err := checkText("title", p.Title, MaxTitle); err != nil {
+	if err := docstore.CheckText("title", p.Title, MaxTitle); err != nil {
 		return err
 	}
 	if strings.TrimSpace(p.SVG) == "" {
@@ -133,7 +132,7 @@ func (b *Binding) check() error {
 	if !known {
 		return fmt.Errorf("kind %q: want one of %s", b.Kind, strings.Join(Kinds, ", "))
 	}
-	if err := checkText("unit", b.Unit, 32); err != nil {
+	if err := docstore.CheckText("unit", b.Unit, 32); err != nil {
 		return err
 	}
 	if b.Decimals != nil && (*b.Decimals < 0 || *b.Decimals > 10) {
@@ -160,20 +159,8 @@ func (b *Binding) check() error {
 		if math.IsNaN(s.From) || math.IsInf(s.From, 0) || (i > 0 && s.From <= b.States[i-1].From) {
 			return fmt.Errorf("states[%d].from: want finite values in increasing order", i)
 		}
-		if err := checkText("label", s.Label, 64); err != nil {
+		if err := docstore.CheckText("label", s.Label, 64); err != nil {
 			return fmt.Errorf("states[%d]: %w", i, err)
-		}
-	}
-	return nil
-}
-
-func checkText(field, s string, max int) error {
-	if len(s) > max {
-		return fmt.Errorf("%s: %d bytes, at most %d", field, len(s), max)
-	}
-	for _, r := range s {
-		if r != '\n' && r != '\t' && unicode.IsControl(r) {
-			return fmt.Errorf("%s: holds control character %q", field, r)
 		}
 	}
 	return nil
