@@ -28,18 +28,28 @@ func (o *OIDC) redirectURL(r *http.Request) string {
 	return scheme + "://" + r.Host + OIDCCallback
 }
 
-// handleOIDCStart serves GET /api/v1/session/oidc: it sends the browser to
-// the provider, with state, nonce and the PKCE verifier kept in a
-// short-lived HttpOnly cookie that only the callback receives.
-func (m *Manager) handleOIDCStart(w http.ResponseWriter, r *http.Request) {
+// oidcGet returns the OpenID Connect client for a GET of one of its
+// routes; otherwise it answers 404 (not configured) or 405 and returns nil.
+func (m *Manager) oidcGet(w http.ResponseWriter, r *http.Request) *OIDC {
 	o := m.oidc()
 	if o == nil {
 		api.WriteError(w, http.StatusNotFound, errNoOIDC.Error())
-		return
+		return nil
 	}
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET")
 		api.WriteError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
+		return nil
+	}
+	return o
+}
+
+// handleOIDCStart serves GET /api/v1/session/oidc: it sends the browser to
+// the provider, with state, nonce and the PKCE verifier kept in a
+// short-lived HttpOnly cookie that only the callback receives.
+func (m *Manager) handleOIDCStart(w http.ResponseWriter, r *http.Request) {
+	o := m.oidcGet(w, r)
+	if o == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), o.Timeout)
@@ -62,14 +72,8 @@ func (m *Manager) handleOIDCStart(w http.ResponseWriter, r *http.Request) {
 // state against the cookie, trades the code for the ID token, verifies it,
 // starts a session and sends the browser to the start page.
 func (m *Manager) handleOIDCCallback(w http.ResponseWriter, r *http.Request) {
-	o := m.oidc()
+	o := m.oidcGet(w, r)
 	if o == nil {
-		api.WriteError(w, http.StatusNotFound, errNoOIDC.Error())
-		return
-	}
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", "GET")
-		api.WriteError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
 		return
 	}
 	// The flow cookie is spent, whatever happens.
