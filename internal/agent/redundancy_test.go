@@ -384,10 +384,9 @@ func streamPointsBy(t *testing.T, url, subject, tag string) map[string]int {
 	return got
 }
 
-// eachStreamPoint calls fn with the box that published it (header
-// Pith-Node) and the time of each value of tag (number or text) in the
-// stream's messages of subject, in stream order.
-func eachStreamPoint(t *testing.T, url, subject, tag string, fn func(node string, ts int64)) {
+// eachStreamMsg calls fn with each message of subject in the site's
+// stream, in stream order: every message stored when it is called.
+func eachStreamMsg(t *testing.T, url, subject string, fn func(m jetstream.Msg)) {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -409,12 +408,21 @@ func eachStreamPoint(t *testing.T, url, subject, tag string, fn func(node string
 	if err != nil {
 		t.Fatal(err)
 	}
-	total := int(info.NumPending)
-	for range total {
+	for range info.NumPending {
 		m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
+		fn(m)
+	}
+}
+
+// eachStreamPoint calls fn with the box that published it (header
+// Pith-Node) and the time of each value of tag (number or text) in the
+// stream's messages of subject, in stream order.
+func eachStreamPoint(t *testing.T, url, subject, tag string, fn func(node string, ts int64)) {
+	t.Helper()
+	eachStreamMsg(t, url, subject, func(m jetstream.Msg) {
 		node := m.Headers().Get("Pith-Node")
 		if m.Headers().Get("Pith-Kind") == "text" {
 			_, tps, err := forward.DecodeTextBatch(nil, m.Data())
@@ -426,90 +434,42 @@ func eachStreamPoint(t *testing.T, url, subject, tag string, fn func(node string
 					fn(node, p.T)
 				}
 			}
-			continue
+			return
 		}
 		_, pts, err := forward.DecodeBatch(nil, m.Data())
 		if err != nil {
-			continue // delete or labels
+			return // delete or labels
 		}
 		for _, p := range pts {
 			if p.Tag == tag {
 				fn(node, p.T)
 			}
 		}
-	}
+	})
 }
 
 // streamLabelsBy counts the labels messages of subject in the stream by
 // the box that published them.
 func streamLabelsBy(t *testing.T, url, subject string) map[string]int {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	name, err := js.StreamNameBySubject(ctx, subject)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := js.OrderedConsumer(ctx, name, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := c.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]int{}
-	for range info.NumPending {
-		m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachStreamMsg(t, url, subject, func(m jetstream.Msg) {
 		if m.Headers().Get("Pith-Op") == "labels" {
 			got[m.Headers().Get("Pith-Node")]++
 		}
-	}
+	})
 	return got
 }
 
 // streamDeletes counts the delete messages of subject in the stream.
 func streamDeletes(t *testing.T, url, subject string) int {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	name, err := js.StreamNameBySubject(ctx, subject)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := js.OrderedConsumer(ctx, name, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := c.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	for range info.NumPending {
-		m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachStreamMsg(t, url, subject, func(m jetstream.Msg) {
 		if m.Headers().Get("Pith-Op") == "delete" {
 			n++
 		}
-	}
+	})
 	return n
 }
 
