@@ -50,30 +50,7 @@ func TestWriteReplica(t *testing.T) {
 		if err != nil || len(got) != len(rep) {
 			t.Fatalf("replica points stored: %d, %v; want %d", len(got), err, len(rep))
 		}
-		f, err := db.Follow("fwd", FollowOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		var ownN, repN int
-		for {
-			b, err := f.Next(drained(), 0)
-			if err != nil {
-				break
-			}
-			for _, e := range b.Entries {
-				for _, p := range e.Points {
-					if e.Replica != (p.Tag == "s.rep") {
-						t.Fatalf("entry %v Replica=%v holds %s", e.ID, e.Replica, p.Tag)
-					}
-					if e.Replica {
-						repN++
-					} else {
-						ownN++
-					}
-				}
-			}
-		}
+		ownN, repN := followReplicaCounts(t, db)
 		if ownN != 2 || repN != len(rep) {
 			t.Fatalf("follower got %d own and %d replica points, want 2 and %d", ownN, repN, len(rep))
 		}
@@ -124,30 +101,7 @@ func TestWriteTextReplica(t *testing.T) {
 		if err != nil || len(got) != len(rep) {
 			t.Fatalf("replica text stored: %d, %v; want %d", len(got), err, len(rep))
 		}
-		f, err := db.Follow("fwd", FollowOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		var ownN, repN int
-		for {
-			b, err := f.Next(drained(), 0)
-			if err != nil {
-				break
-			}
-			for _, e := range b.Entries {
-				for _, p := range e.Texts {
-					if e.Replica != (p.Tag == "s.rep") {
-						t.Fatalf("entry %v Replica=%v holds %s", e.ID, e.Replica, p.Tag)
-					}
-					if e.Replica {
-						repN++
-					} else {
-						ownN++
-					}
-				}
-			}
-		}
+		ownN, repN := followReplicaCounts(t, db)
 		if ownN != 1 || repN != len(rep) {
 			t.Fatalf("follower got %d own and %d replica text values, want 1 and %d", ownN, repN, len(rep))
 		}
@@ -222,4 +176,42 @@ func TestSetLabelsReplica(t *testing.T) {
 	}
 	defer db2.Close()
 	check(db2)
+}
+
+// followReplicaCounts follows db from the cursor "fwd" to the end and
+// counts the values (numbers and text) of its own entries and of its
+// replica entries, failing on an entry whose Replica mark does not match
+// its tag: s.rep is the mirrored one.
+func followReplicaCounts(t *testing.T, db *DB) (own, rep int) {
+	t.Helper()
+	f, err := db.Follow("fwd", FollowOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for {
+		b, err := f.Next(drained(), 0)
+		if err != nil {
+			return own, rep
+		}
+		for _, e := range b.Entries {
+			tags := make([]string, 0, len(e.Points)+len(e.Texts))
+			for _, p := range e.Points {
+				tags = append(tags, p.Tag)
+			}
+			for _, p := range e.Texts {
+				tags = append(tags, p.Tag)
+			}
+			for _, tag := range tags {
+				if e.Replica != (tag == "s.rep") {
+					t.Fatalf("entry %v Replica=%v holds %s", e.ID, e.Replica, tag)
+				}
+				if e.Replica {
+					rep++
+				} else {
+					own++
+				}
+			}
+		}
+	}
 }
