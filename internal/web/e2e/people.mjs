@@ -50,6 +50,17 @@ async function signIn(page, name) {
   }
 }
 
+// need waits for selector on page and, when it does not come, says where
+// the page is and what it shows instead.
+async function need(page, selector) {
+  try {
+    await page.waitForSelector(selector, { timeout: 30000 });
+  } catch (e) {
+    const view = await page.textContent('#view').catch(() => '?');
+    throw new Error(`no ${selector}: url ${page.url()}, who ${await page.textContent('#who').catch(() => '?')}, view ${JSON.stringify(view.slice(0, 300))}`);
+  }
+}
+
 const admin = await person(), op = await person(), viewer = await person();
 
 const steps = [
@@ -81,6 +92,7 @@ const steps = [
   ['operator signs in', async () => { await signIn(op, 'otto'); }],
   ['operator writes a permitted setpoint', async () => {
     await op.goto(base + '/#/control');
+    await need(op, 'input[name=tag]');
     await op.fill('input[name=tag]', 'boiler.setpoint');
     await op.fill('input[name=value]', '60');
     await op.click('button:text("Write")');

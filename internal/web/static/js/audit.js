@@ -1,7 +1,7 @@
 // Audit view (admins): the journal, newest first, filtered by person,
 // action and text, with a CSV download of what the filter selects.
 import { getJSON } from './api.js';
-import { el, fmtTime, fmtValue, setStatus, debounce } from './util.js';
+import { el, fmtTime, fmtValue, setStatus, debounce, replaceHash } from './util.js';
 
 const actions = ['', 'sign-in', 'sign-in-failed', 'sign-out', 'setup', 'alarm-ack', 'control', 'rule-override', 'reload', 'user', 'keys', 'backup', 'delete', 'freeze', 'schedule', 'request', 'refused'];
 
@@ -24,7 +24,7 @@ export function mount(root, params) {
   async function load() {
     const p = filter();
     const u = new URLSearchParams(p);
-    history.replaceState(null, '', '#/audit?' + u);
+    replaceHash('audit', u);
     u.set('format', 'csv');
     csv.href = '/api/v1/audit?' + u;
     try {

@@ -5,7 +5,7 @@
 // re-rendered once per second, and rows outside the viewport are skipped
 // by the renderer (content-visibility in style.css).
 import { stream, tags } from './api.js';
-import { el, fmtValue, fmtAge, setStatus, debounce } from './util.js';
+import { el, fmtValue, fmtAge, setStatus, debounce, replaceHash } from './util.js';
 import { alarmPanel } from './alarms.js';
 
 // staleMs is the age beyond which a value is shown as stale.
@@ -48,7 +48,7 @@ export function mount(root, params) {
     const p = new URLSearchParams();
     if (filter) p.set('q', filter);
     if (problemsOnly) p.set('problems', '1');
-    history.replaceState(null, '', '#/live' + (p.size ? '?' + p : ''));
+    replaceHash('live', p);
   }
   search.addEventListener('input', debounce(() => { filter = search.value.toLowerCase(); applyFilter(); }, 150));
   problems.addEventListener('change', () => { problemsOnly = problems.checked; applyFilter(); });

@@ -1,7 +1,7 @@
 // System view: Pith's own tags (pith.sys.* and pith.station.*) as small
 // charts grouped by part, and the FREEZE test of the archive (admin key).
 import { data, tags, postLines } from './api.js';
-import { el, fmtValue, setStatus } from './util.js';
+import { el, fmtValue, setStatus, replaceHash } from './util.js';
 import { palette, uPlotLib, bucketsFor } from './chart.js';
 
 const windows = [['1h', 3600e3], ['6h', 6 * 3600e3], ['1d', 86400e3], ['7d', 7 * 86400e3]];
@@ -15,7 +15,7 @@ export function mount(root, params) {
   const grid = el('div', { className: 'sys-grid' });
   const note = el('p', { className: 'muted small' });
   for (const w of windows) {
-    bar.append(el('button', { type: 'button', dataset: { range: w[0] }, onclick: () => { span = w; history.replaceState(null, '', '#/system?range=' + w[0]); render(); } }, w[0]));
+    bar.append(el('button', { type: 'button', dataset: { range: w[0] }, onclick: () => { span = w; replaceHash('system', 'range=' + w[0]); render(); } }, w[0]));
   }
 
   // FREEZE: pause archive writes for N s, then watch the queue drain.

@@ -1,6 +1,6 @@
 // Tags view: every stored tag with its metadata, searchable.
 import { tags } from './api.js';
-import { el, fmtTime, setStatus, debounce } from './util.js';
+import { el, fmtTime, setStatus, debounce, replaceHash } from './util.js';
 
 export function mount(root, params) {
   let q = (params.get('q') || '').toLowerCase();
@@ -20,7 +20,7 @@ export function mount(root, params) {
       if (v) n++;
     }
     count.textContent = n + ' of ' + rows.length + ' tags';
-    history.replaceState(null, '', '#/tags' + (q ? '?' + new URLSearchParams({ q }) : ''));
+    replaceHash('tags', q ? new URLSearchParams({ q }) : '');
   }
   search.addEventListener('input', debounce(() => { q = search.value.toLowerCase(); apply(); }, 150));
   tags(true).then(t => {

@@ -9,7 +9,7 @@
 // until the next one. The hash captures the view:
 // #/trend?tag=A&tag=B&range=1d or &from=MS&to=MS.
 import { data, tags } from './api.js';
-import { csvCell, el, fmtTime, setStatus } from './util.js';
+import { csvCell, el, fmtTime, setStatus, replaceHash } from './util.js';
 import { palette, alpha, isDigital, uPlotLib, bucketsFor } from './chart.js';
 
 // maxTextChanges is the most values of a text tag drawn one by one; past
@@ -122,7 +122,7 @@ export function mount(root, params) {
     for (const t of st.tags) p.append('tag', t);
     if (st.range) p.set('range', st.range);
     else { p.set('from', st.from); p.set('to', st.to); }
-    history.replaceState(null, '', '#/trend?' + p);
+    replaceHash('trend', p);
   }
 
   function changed() {

@@ -61,6 +61,18 @@ export function setStatus(msg, bad) {
   s.classList.toggle('bad', !!bad);
 }
 
+// replaceHash keeps a view's state in the URL (#/view?query) without a
+// new history entry, and only while the URL still names that view: a
+// view's late callback (a stream's first snapshot, a list that loaded)
+// must not take the URL back from the view the person went to since.
+export function replaceHash(view, query) {
+  const h = location.hash.replace(/^#\/?/, '');
+  const i = h.indexOf('?');
+  if (((i < 0 ? h : h.slice(0, i)) || 'live') !== view) return;
+  const q = String(query || '');
+  history.replaceState(null, '', '#/' + view + (q ? '?' + q : ''));
+}
+
 // debounce delays fn until calls stop for ms.
 export function debounce(fn, ms) {
   let t = 0;
