@@ -83,6 +83,8 @@ type Manager struct {
 	byUser    *throttle
 	byAddr    *throttle
 
+	reloading sync.Mutex // one reload at a time: a slow one never installs an older list over a newer
+
 	mu       sync.Mutex
 	accounts map[string]Account  // the file's accounts, by name
 	fileMod  time.Time           // the file's mod time when read
@@ -149,6 +151,8 @@ func (m *Manager) reload(force bool) error {
 	}
 	m.checked = now
 	m.mu.Unlock()
+	m.reloading.Lock()
+	defer m.reloading.Unlock()
 	st, err := os.Stat(m.acc.Path())
 	var mod time.Time
 	if err == nil {
