@@ -338,6 +338,7 @@ type head struct {
 	mu      sync.RWMutex
 	series  []*headSeries // by series id; nil where the head has nothing
 	samples int
+	count   int       // series that have samples here
 	born    time.Time // when its first sample arrived
 	frozen  bool
 	raw     bool // series keep their samples raw (a bulk load's private head)
@@ -364,6 +365,7 @@ func (h *head) seriesFor(id uint32, text bool) *headSeries {
 			s.xs = []string{}
 		}
 		h.series[id] = s
+		h.count++
 	}
 	return s
 }

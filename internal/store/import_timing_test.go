@@ -76,3 +76,74 @@ func loadCSV(b *testing.B, path string) []model.Point {
 	}
 	return pts
 }
+
+// BenchmarkImportTags imports the same number of points for ever more
+// tags, each at one value a minute in time order, as `pith bench scale`
+// sends them: two transactions of 8M points, the second meeting the
+// first's days. The rate should not fall with the tag count:
+//
+//	go test -run '^$' -bench ImportTags -benchtime 1x ./internal/store
+func BenchmarkImportTags(b *testing.B) {
+	const perTx, txs = 8 << 20, 2
+	for _, tags := range []int{1000, 10_000, 100_000} {
+		b.Run(strconv.Itoa(tags), func(b *testing.B) {
+			names := make([]string, tags)
+			for i := range names {
+				names[i] = "scale.t" + strconv.Itoa(i)
+			}
+			batch := make([]model.Point, 1<<16)
+			var size int64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				dir := b.TempDir()
+				db, err := Open(dir, DefaultOptions())
+				if err != nil {
+					b.Fatal(err)
+				}
+				k := 0 // the point's index: minute k/tags, tag k%tags
+				for range txs {
+					tx := db.Begin()
+					for n := 0; n < perTx; n += len(batch) {
+						for j := range batch {
+							batch[j] = model.Point{Tag: names[k%tags], T: 1_700_000_000_000 + int64(k/tags)*60_000, V: float64(k % 977)}
+							k++
+						}
+						if err := tx.Add(batch); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if err := tx.Commit(context.Background()); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := db.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				size = treeSize(b, dir)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(perTx*txs*b.N)/b.Elapsed().Seconds(), "points/s")
+			b.ReportMetric(float64(size)/float64(perTx*txs), "bytes/point")
+		})
+	}
+}
+
+// treeSize is the bytes of the files under dir.
+func treeSize(tb testing.TB, dir string) int64 {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err == nil {
+			n += fi.Size()
+		}
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}

@@ -113,11 +113,13 @@ func (rw *runWriter) add(in *runInput, dropRaw bool) {
 }
 
 // compressIndex deflates the index: its varints of times and lengths
-// repeat a lot, and it is read once, when the run is opened.
+// repeat a lot, and it is read once, when the run is opened. The default
+// level: BestCompression took three times as long for 0.2% less (a bulk
+// load of 100,000 tags writes an index of each in every spill).
 func compressIndex(raw []byte) []byte {
 	var b bytes.Buffer
 	b.Write(binary.AppendUvarint(nil, uint64(len(raw))))
-	w, _ := flate.NewWriter(&b, flate.BestCompression)
+	w, _ := flate.NewWriter(&b, flate.DefaultCompression)
 	w.Write(raw)
 	w.Close()
 	return b.Bytes()

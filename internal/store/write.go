@@ -377,7 +377,7 @@ func (tx *Tx) stageText(pts []model.TextPoint) error {
 	}
 	s.mu.Unlock()
 	tx.n += len(pts)
-	if h.samples >= db.opts.HeadMaxSamples {
+	if tx.full() {
 		return tx.spill()
 	}
 	return nil
@@ -403,10 +403,29 @@ func (tx *Tx) stage(pts []model.Point) error {
 	}
 	s.mu.Unlock()
 	tx.n += len(pts)
-	if h.samples >= db.opts.HeadMaxSamples {
+	if tx.full() {
 		return tx.spill()
 	}
 	return nil
+}
+
+// spillPerSeries is how many samples a series has, on average, before a
+// private head of many series is written out: below the 64 its raw tail
+// first makes room for (headSeries.grow), so waiting costs no memory,
+// while every spill of a few samples a series would cost a run whose
+// index and chunks the commit merges again. spillMaxHeads bounds the wait
+// in heads of HeadMaxSamples.
+const (
+	spillPerSeries = 48
+	spillMaxHeads  = 8
+)
+
+// full reports whether the private head is to be written out: at
+// HeadMaxSamples samples, or, holding many series, once they average
+// spillPerSeries samples.
+func (tx *Tx) full() bool {
+	h, most := tx.private, tx.db.opts.HeadMaxSamples
+	return h.samples >= max(most, min(h.count*spillPerSeries, spillMaxHeads*most))
 }
 
 // copyToWAL appends pts to the WAL as data records of the transaction,
