@@ -12,14 +12,6 @@ import (
 // spreadsheet) under Node: cells starting with = + - @ get a leading ',
 // quotes are doubled, everything is quoted. Skipped without node.
 func TestCSVCell(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not installed")
-	}
-	util, err := filepath.Abs("static/js/util.js")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cases := []struct{ in, want string }{
 		{"boiler.temp mean", `"boiler.temp mean"`},
 		{"=HYPERLINK(\"http://x\")", `"'=HYPERLINK(""http://x"")"`},
@@ -34,12 +26,7 @@ func TestCSVCell(t *testing.T) {
 		ins = append(ins, c.in)
 	}
 	arg, _ := json.Marshal(ins)
-	script := "import { csvCell } from " + string(mustJSON(t, "file://"+util)) + ";\n" +
-		"console.log(JSON.stringify(" + string(arg) + ".map(csvCell)));\n"
-	out, err := exec.Command(node, "--input-type=module", "-e", script).CombinedOutput()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, out)
-	}
+	out := runUtil(t, "csvCell", "console.log(JSON.stringify("+string(arg)+".map(csvCell)));")
 	var got []string
 	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(cases) {
 		t.Fatalf("node printed %q: %v", out, err)
@@ -49,6 +36,26 @@ func TestCSVCell(t *testing.T) {
 			t.Errorf("csvCell(%q) = %s, want %s", c.in, got[i], c.want)
 		}
 	}
+}
+
+// runUtil runs script under Node with name imported from static/js/util.js
+// and returns what it printed; it skips the test without node.
+func runUtil(t *testing.T, name, script string) []byte {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not installed")
+	}
+	util, err := filepath.Abs("static/js/util.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := "import { " + name + " } from " + string(mustJSON(t, "file://"+util)) + ";\n" + script + "\n"
+	out, err := exec.Command(node, "--input-type=module", "-e", src).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	return out
 }
 
 func mustJSON(t *testing.T, v any) []byte {
@@ -64,20 +71,7 @@ func mustJSON(t *testing.T, v any) []byte {
 // a text tag (a JSON string in /api/v1/live and /latest) is shown as it
 // is, numbers as before. Skipped without node.
 func TestFmtValueText(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not installed")
-	}
-	util, err := filepath.Abs("static/js/util.js")
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := "import { fmtValue } from " + string(mustJSON(t, "file://"+util)) + ";\n" +
-		`console.log(JSON.stringify(["RUN", "", "12", 1.23456789, 7, null].map(fmtValue)));` + "\n"
-	out, err := exec.Command(node, "--input-type=module", "-e", script).CombinedOutput()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, out)
-	}
+	out := runUtil(t, "fmtValue", `console.log(JSON.stringify(["RUN", "", "12", 1.23456789, 7, null].map(fmtValue)));`)
 	if want := `["RUN","","12","1.23457","7","—"]`; string(out) != want+"\n" {
 		t.Fatalf("fmtValue: %s, want %s", out, want)
 	}
@@ -89,14 +83,6 @@ func TestFmtValueText(t *testing.T) {
 // snapshot) cannot take the URL, and with it the next route, back to it.
 // Skipped without node.
 func TestReplaceHash(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not installed")
-	}
-	util, err := filepath.Abs("static/js/util.js")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Each case: the URL's hash, the view that writes, its query; the
 	// hash after.
 	cases := [][4]string{
@@ -109,15 +95,10 @@ func TestReplaceHash(t *testing.T) {
 		{"#/trend?tag=a", "tags", "q=x", "#/trend?tag=a"},
 		{"#/tags?q=x", "tags", "", "#/tags"},
 	}
-	script := "import { replaceHash } from " + string(mustJSON(t, "file://"+util)) + ";\n" +
-		"globalThis.location = {};\n" +
-		"globalThis.history = { replaceState: (s, t, u) => { location.hash = u; } };\n" +
-		"console.log(JSON.stringify(" + string(mustJSON(t, cases)) +
-		".map(([h, v, q]) => { location.hash = h; replaceHash(v, new URLSearchParams(q)); return location.hash; })));\n"
-	out, err := exec.Command(node, "--input-type=module", "-e", script).CombinedOutput()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, out)
-	}
+	out := runUtil(t, "replaceHash", "globalThis.location = {};\n"+
+		"globalThis.history = { replaceState: (s, t, u) => { location.hash = u; } };\n"+
+		"console.log(JSON.stringify("+string(mustJSON(t, cases))+
+		".map(([h, v, q]) => { location.hash = h; replaceHash(v, new URLSearchParams(q)); return location.hash; })));")
 	var got []string
 	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(cases) {
 		t.Fatalf("node printed %q: %v", out, err)
