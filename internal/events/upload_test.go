@@ -151,9 +151,10 @@ func TestBacklogAndUploadRetry(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The sink may still have had a file open above; Close completes it.
 	files, _ := listSinkFiles(fsys, "/data/events")
-	if len(files) != b.Files {
-		t.Errorf("%d files left locally, backlog said %d", len(files), b.Files)
+	if b = c.Backlog(); len(files) != b.Files || b.Events != 10 {
+		t.Errorf("%d files left locally, backlog after close said %+v", len(files), b)
 	}
 	// Restart with the store back: the files found are counted, then go.
 	up.failing.Store(false)
