@@ -288,9 +288,7 @@ func (db *DB) dropIdleIndexes(all bool) int {
 			if r.touched.Swap(false) && !all {
 				continue
 			}
-			if p := r.idx.Load(); p != nil && len(*p) >= minDropEntries {
-				n += r.dropIndex()
-			}
+			n += r.dropLarge()
 		}
 	}
 	return n

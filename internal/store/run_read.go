@@ -140,6 +140,16 @@ func (r *runFile) dropIndex() int {
 	return 0
 }
 
+// dropLarge forgets the index entries when there are minDropEntries or
+// more (smaller indexes stay: reading one again costs more than it
+// weighs), and returns how many it dropped.
+func (r *runFile) dropLarge() int {
+	if p := r.idx.Load(); p != nil && len(*p) >= minDropEntries {
+		return r.dropIndex()
+	}
+	return 0
+}
+
 // samples returns how many samples r holds.
 func (r *runFile) samples() int64 {
 	var n int64

@@ -11,7 +11,8 @@ import (
 // TestBulkSpillSizedToSeries loads many tags with a few samples each in
 // time order, as an import of 100,000 tags sends them: the private head
 // is written out once its series average spillPerSeries samples, not at
-// every HeadMaxSamples, and every sample reads back.
+// every HeadMaxSamples, its runs do not hold their indexes until the
+// commit, and every sample reads back.
 func TestBulkSpillSizedToSeries(t *testing.T) {
 	o := testOptions() // HeadMaxSamples 700
 	db, err := Open(t.TempDir(), o)
@@ -37,6 +38,12 @@ func TestBulkSpillSizedToSeries(t *testing.T) {
 	runs := 0
 	for _, rs := range tx.runs {
 		runs += len(rs)
+		for _, r := range rs {
+			// 200 entries: read again at the commit, not held till then.
+			if r.idx.Load() != nil {
+				t.Errorf("private run %s holds its index before the commit", r.path)
+			}
+		}
 	}
 	// 200 series x 48 is beyond 8 heads of 700: one spill at 5,600.
 	if runs != 1 || tx.private.samples != tags*steps-spillMaxHeads*o.HeadMaxSamples {
