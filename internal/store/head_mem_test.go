@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -137,26 +138,34 @@ func TestHeadFlushMemory(t *testing.T) {
 	}
 	// The head is frozen and written three times (the runs are not
 	// installed); the least counts: TotalAlloc counts every goroutine's
-	// allocations, and the store's own maintenance runs meanwhile.
-	db.rotate()
-	db.flushMu.Lock()
-	db.mu.RLock()
-	fh := db.frozen[0]
-	db.mu.RUnlock()
-	alloc := math.MaxFloat64
-	for range 3 {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		runs, err := db.writeHeadRuns(fh.series, true)
-		runtime.ReadMemStats(&after)
-		if err != nil {
-			t.Fatal(err)
+	// allocations, and the store's own maintenance runs meanwhile. flushMu
+	// is taken before the head is frozen: the maintenance loop would
+	// otherwise flush it in between (seen under qemu).
+	alloc := func() float64 {
+		db.flushMu.Lock()
+		defer db.flushMu.Unlock()
+		db.rotate()
+		db.mu.RLock()
+		frozen := slices.Clone(db.frozen)
+		db.mu.RUnlock()
+		if len(frozen) != 1 {
+			t.Fatalf("%d frozen heads after the rotation, want 1", len(frozen))
 		}
-		alloc = min(alloc, float64(after.TotalAlloc-before.TotalAlloc))
-		db.discard(runs)
-	}
-	db.flushMu.Unlock()
+		least := math.MaxFloat64
+		for range 3 {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			runs, err := db.writeHeadRuns(frozen[0].series, true)
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			least = min(least, float64(after.TotalAlloc-before.TotalAlloc))
+			db.discard(runs)
+		}
+		return least
+	}()
 	head := float64(17 * n)
 	bound := 4*float64(17*largest) + 2e6
 	t.Logf("flush of %d samples (largest series %d) allocated %.2f MB, %.2f times the raw head", n, largest, alloc/1e6, alloc/head)
