@@ -12,19 +12,12 @@ import * as users from './users.js';
 import * as audit from './audit.js';
 import { session, can } from './session.js';
 import { apiKey, getJSON } from './api.js';
-import { setStatus } from './util.js';
+import { setStatus, parseHash } from './util.js';
 
 // settings is the old name of the sign-in view (its API key form).
 const views = { live, trend, system, tags: tagsView, signin, settings: signin, setup, control, users, audit };
 const open = new Set(['signin', 'settings', 'setup']); // reachable before signing in
 let unmount = null;
-
-function parseHash() {
-  const h = location.hash.replace(/^#\/?/, '');
-  const i = h.indexOf('?');
-  const name = (i < 0 ? h : h.slice(0, i)) || 'live';
-  return { name, params: new URLSearchParams(i < 0 ? '' : h.slice(i + 1)) };
-}
 
 async function route() {
   let { name, params } = parseHash();

@@ -61,14 +61,21 @@ export function setStatus(msg, bad) {
   s.classList.toggle('bad', !!bad);
 }
 
+// parseHash reads the URL's hash (#/view?params): the view's name ('live'
+// when none) and its parameters.
+export function parseHash() {
+  const h = location.hash.replace(/^#\/?/, '');
+  const i = h.indexOf('?');
+  const name = (i < 0 ? h : h.slice(0, i)) || 'live';
+  return { name, params: new URLSearchParams(i < 0 ? '' : h.slice(i + 1)) };
+}
+
 // replaceHash keeps a view's state in the URL (#/view?query) without a
 // new history entry, and only while the URL still names that view: a
 // view's late callback (a stream's first snapshot, a list that loaded)
 // must not take the URL back from the view the person went to since.
 export function replaceHash(view, query) {
-  const h = location.hash.replace(/^#\/?/, '');
-  const i = h.indexOf('?');
-  if (((i < 0 ? h : h.slice(0, i)) || 'live') !== view) return;
+  if (parseHash().name !== view) return;
   const q = String(query || '');
   history.replaceState(null, '', '#/' + view + (q ? '?' + q : ''));
 }
