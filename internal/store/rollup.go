@@ -58,8 +58,10 @@ func finestTier(n int, minT, maxT int64) uint8 {
 }
 
 // acc accumulates the aggregates of disjoint pieces of a series. Pieces are
-// ordered for first/last by a key inside their time interval (a sample's
-// time, a cell's start), which is exact because pieces never overlap.
+// ordered for first/last by a key no later than their first sample and no
+// earlier than the samples of any piece before them (a sample's time, a
+// cell's start, or for a run's first cell the run's first time): exact,
+// because pieces never overlap.
 type acc struct {
 	n           int64
 	sum         float64

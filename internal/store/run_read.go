@@ -531,6 +531,13 @@ func (r *runFile) decodeTier(s *runSeries, level int) ([]cell, error) {
 	if err != nil {
 		return nil, &CorruptionError{File: r.path, Offset: int64(t.off), Err: err}
 	}
+	// A cell's first/last key must lie within its samples' times, or a
+	// cell that begins before the series does here would order before
+	// another run's samples in that cell: the first cell's key is the
+	// series' first time.
+	if len(cells) > 0 && cells[0].start < s.minT {
+		cells[0].firstK, cells[0].lastK = s.minT, s.minT
+	}
 	return cells, nil
 }
 
