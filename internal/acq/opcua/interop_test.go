@@ -55,6 +55,16 @@ func validated(t testing.TB, c config.OPCUAClient) config.OPCUAClient {
 // runStation starts a station on a fresh table archiving into a recorder.
 func runStation(t testing.TB, c config.OPCUAClient) (*Station, *tag.Table, *recorder) {
 	t.Helper()
+	st, tab, rec := newStation(t, c)
+	st.Start(context.Background())
+	t.Cleanup(st.Stop)
+	return st, tab, rec
+}
+
+// newStation builds a station on a fresh table archiving into a recorder,
+// without starting it.
+func newStation(t testing.TB, c config.OPCUAClient) (*Station, *tag.Table, *recorder) {
+	t.Helper()
 	rec := &recorder{}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
 	tab := tag.New(log, tag.DefaultOptions(), rec)
@@ -62,8 +72,6 @@ func runStation(t testing.TB, c config.OPCUAClient) (*Station, *tag.Table, *reco
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Start(context.Background())
-	t.Cleanup(st.Stop)
 	return st, tab, rec
 }
 

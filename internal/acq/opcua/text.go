@@ -30,6 +30,7 @@ type textSample struct {
 
 // textLast is the last value of a text tag the station stored.
 type textLast struct {
+	t    int64
 	text string
 	q    model.Quality
 }
@@ -65,6 +66,13 @@ func (s *Station) writeTexts(ctx context.Context, smp []textSample) int {
 	undo := map[int]*textLast{}
 	for _, x := range smp {
 		last, had := s.text.last[x.tag]
+		if had && x.t < last.t {
+			// Older than what the station stored (a read that was under
+			// way when the connection was lost, applied after the tag
+			// was marked bad): the table keeps its current value, so
+			// the station must not remember this one as stored.
+			continue
+		}
 		if x.hold {
 			if !had {
 				continue
@@ -81,7 +89,7 @@ func (s *Station) writeTexts(ctx context.Context, smp []textSample) int {
 				undo[x.tag] = &last
 			}
 		}
-		s.text.last[x.tag] = textLast{text: x.text, q: x.q}
+		s.text.last[x.tag] = textLast{t: x.t, text: x.text, q: x.q}
 	}
 	s.text.buf = pts[:0]
 	if len(pts) == 0 {
