@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -73,7 +74,24 @@ type query struct {
 	// n, sum, first and last but not min and max.
 	sumsOnly bool
 	err      error // the first damaged block met (the query goes on without it)
+	// Reused from day to day: a query over years visits thousands.
+	refs  []seriesRef
+	spans []span
+	// The last tier of each level and the last chunk the query used: a
+	// bucket edge inside a day reads the same ones for the buckets on
+	// both of its sides, and the shared caches cost a lock and a hash.
+	tiers [numTiers]struct {
+		k     blockKey
+		cells []cell
+	}
+	chunk struct {
+		k blockKey
+		d *decodedChunk
+	}
 }
+
+// span is the time range of one piece of a day's data.
+type span struct{ lo, hi int64 }
 
 func (db *DB) checkWindow(tag string, from, to int64) (uint32, error) {
 	if db.closed.Load() {
@@ -202,22 +220,25 @@ func (db *DB) forPartitions(from, to int64, heads []runInput, fn func(p int64, r
 // are merged raw so the last write wins; otherwise every piece is disjoint
 // and aggregates from its rollups.
 func (q *query) partition(p int64, runs []*runFile, hp []runInput) {
-	type span struct{ lo, hi int64 }
-	var spans []span
-	refs := daySeries(runs, q.id, math.MinInt64, math.MaxInt64)
-	for _, x := range refs {
-		spans = append(spans, span{x.s.minT, x.s.maxT})
-	}
-	for _, h := range hp {
-		spans = append(spans, span{h.ts[0], h.ts[len(h.ts)-1]})
-	}
-	sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo })
+	q.refs = appendDaySeries(q.refs[:0], runs, q.id, math.MinInt64, math.MaxInt64)
+	refs := q.refs
 	disjoint := true
-	for i := 1; i < len(spans); i++ {
-		if spans[i].lo <= spans[i-1].hi {
-			disjoint = false
-			break
+	if len(refs)+len(hp) > 1 {
+		spans := q.spans[:0]
+		for _, x := range refs {
+			spans = append(spans, span{x.s.minT, x.s.maxT})
 		}
+		for _, h := range hp {
+			spans = append(spans, span{h.ts[0], h.ts[len(h.ts)-1]})
+		}
+		slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
+		for i := 1; i < len(spans); i++ {
+			if spans[i].lo <= spans[i-1].hi {
+				disjoint = false
+				break
+			}
+		}
+		q.spans = spans
 	}
 	if disjoint {
 		for _, x := range refs {
@@ -268,13 +289,20 @@ type seriesRef struct {
 // daySeries returns the entries of series id in a day's runs that meet
 // [from, to), in time order: a day's runs are disjoint per series.
 func daySeries(runs []*runFile, id uint32, from, to int64) []seriesRef {
-	var refs []seriesRef
+	return appendDaySeries(nil, runs, id, from, to)
+}
+
+// appendDaySeries is daySeries appending to refs.
+func appendDaySeries(refs []seriesRef, runs []*runFile, id uint32, from, to int64) []seriesRef {
+	n := len(refs)
 	for _, r := range runs {
 		if rs := r.find(id); rs != nil && rs.maxT >= from && rs.minT < to {
 			refs = append(refs, seriesRef{r, rs})
 		}
 	}
-	sort.Slice(refs, func(i, j int) bool { return refs[i].s.minT < refs[j].s.minT })
+	if len(refs)-n > 1 {
+		slices.SortFunc(refs[n:], func(a, b seriesRef) int { return cmp.Compare(a.s.minT, b.s.minT) })
+	}
 	return refs
 }
 
@@ -387,15 +415,20 @@ func (q *query) addRange(r *runFile, rs *runSeries, level int, lo, hi int64, a *
 
 func (q *query) tier(r *runFile, rs *runSeries, level int) ([]cell, bool) {
 	k := blockKey{run: r, id: rs.id, index: level}
-	if c, ok := q.db.cache.tiers.get(k); ok {
-		return c, true
+	m := &q.tiers[level]
+	if m.k == k && m.cells != nil {
+		return m.cells, true
 	}
-	c, err := r.decodeTier(rs, level)
-	if err != nil {
-		q.fail(err)
-		return nil, false
+	c, ok := q.db.cache.tiers.get(k)
+	if !ok {
+		var err error
+		if c, err = r.decodeTier(rs, level); err != nil {
+			q.fail(err)
+			return nil, false
+		}
+		q.db.cache.tiers.put(k, c)
 	}
-	q.db.cache.tiers.put(k, c)
+	m.k, m.cells = k, c
 	return c, true
 }
 
@@ -426,16 +459,20 @@ func (q *query) addRaw(r *runFile, rs *runSeries, lo, hi int64, a *acc) {
 // decode returns chunk i of rs from the chunk cache, decoding it on a miss.
 func (q *query) decode(r *runFile, rs *runSeries, i int) (*decodedChunk, bool) {
 	k := blockKey{run: r, id: rs.id, index: i}
-	if d, ok := q.db.cache.chunks.get(k); ok {
-		return d, true
+	if q.chunk.k == k && q.chunk.d != nil {
+		return q.chunk.d, true
 	}
-	d := new(decodedChunk)
-	if err := r.decodeChunk(&rs.chunks[i], d); err != nil {
-		q.fail(err)
-		return nil, false
+	d, ok := q.db.cache.chunks.get(k)
+	if !ok {
+		d = new(decodedChunk)
+		if err := r.decodeChunk(&rs.chunks[i], d); err != nil {
+			q.fail(err)
+			return nil, false
+		}
+		d.prefix()
+		q.db.cache.chunks.put(k, d)
 	}
-	d.prefix()
-	q.db.cache.chunks.put(k, d)
+	q.chunk.k, q.chunk.d = k, d
 	return d, true
 }
 

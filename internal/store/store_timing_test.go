@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/pith-historian/pith/internal/model"
@@ -179,6 +181,50 @@ func BenchmarkAggregate(b *testing.B) {
 					db.cache = newCaches(db.opts.TierCacheBytes, db.opts.ChunkCacheBytes, db.opts.Now)
 				}
 				if _, err := db.Aggregate("power", from, to, 1000, model.AggMean); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAggregateSpan times one tag's 1000-bucket mean over a week, a
+// year and ten years of the feed data (one value every 10 s): with
+// rollups the time should not grow with the span. PITH_SPAN_DIR keeps
+// the ten-year store between runs.
+func BenchmarkAggregateSpan(b *testing.B) {
+	const n = 10 * 3_153_600
+	dir := os.Getenv("PITH_SPAN_DIR")
+	if dir == "" {
+		dir = b.TempDir()
+	}
+	_, err := os.Stat(filepath.Join(dir, "MANIFEST"))
+	db, err2 := Open(dir, DefaultOptions())
+	if err2 != nil {
+		b.Fatal(err2)
+	}
+	defer db.Close()
+	if err != nil {
+		pts := feedLike(n)
+		tx := db.Begin()
+		for i := 0; i < len(pts); i += 1 << 20 {
+			if err := tx.Add(pts[i:min(i+1<<20, len(pts))]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := tx.Commit(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	from := int64(1_700_000_000_000)
+	for _, span := range []struct {
+		name string
+		ms   int64
+	}{{"week", 7 * 86_400_000}, {"year", 365 * 86_400_000}, {"10years", n * 10_000}} {
+		b.Run(span.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := db.Aggregate("power", from, from+span.ms, 1000, model.AggMean); err != nil {
 					b.Fatal(err)
 				}
 			}
