@@ -220,13 +220,19 @@ func TestCSRF(t *testing.T) {
 	if resp := c.signIn("otto", pw); resp.StatusCode != 200 {
 		t.Fatal(resp.Status)
 	}
+	// The right token with its first character changed (to one it is not:
+	// "x" + the rest was the right token one time in 64).
+	wrong := "x" + c.csrf[1:]
+	if c.csrf[0] == 'x' {
+		wrong = "y" + c.csrf[1:]
+	}
 	for _, tt := range []struct {
 		name string
 		hdr  map[string]string
 		want int
 	}{
 		{"no token", nil, 403},
-		{"wrong token", map[string]string{api.CSRFHeader: "x" + c.csrf[1:]}, 403},
+		{"wrong token", map[string]string{api.CSRFHeader: wrong}, 403},
 		{"empty token", map[string]string{api.CSRFHeader: ""}, 403},
 		{"right token", map[string]string{api.CSRFHeader: c.csrf}, 200},
 	} {
