@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -139,11 +138,6 @@ func (a *Agent) Start(ctx context.Context) error {
 		a.Stop()
 		return err
 	}
-	// Opening the store reads every run index of its days and drops the
-	// large ones again: that garbage, and the heap it grew, would stay
-	// resident until the runtime's scavenger gives it back, minutes
-	// later. One collection now returns it before the box is ready.
-	debug.FreeOSMemory()
 	if a.opts.Ready != nil {
 		a.opts.Ready(a.http.addr, a.http.plant.p)
 	}

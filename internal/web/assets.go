@@ -38,7 +38,13 @@ type asset struct {
 // loadAssets reads and compresses every embedded file.
 func loadAssets() (map[string]*asset, error) {
 	out := make(map[string]*asset)
-	err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
+	// One compressor for all of them: each new one allocates about a
+	// megabyte, garbage as soon as its file is done.
+	zw, err := gzip.NewWriterLevel(nil, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	err = fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -53,7 +59,7 @@ func loadAssets() (map[string]*asset, error) {
 		sum := sha256.Sum256(raw)
 		a.etag = `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`
 		if len(raw) >= minGzipSize && compressible(a.ctype) {
-			gz, err := gzipBytes(raw)
+			gz, err := gzipBytes(zw, raw)
 			if err != nil {
 				return fmt.Errorf("compress %s: %w", p, err)
 			}
@@ -94,12 +100,10 @@ func compressible(ctype string) bool {
 		strings.HasPrefix(ctype, "image/svg")
 }
 
-func gzipBytes(raw []byte) ([]byte, error) {
+// gzipBytes compresses raw with zw, which it resets.
+func gzipBytes(zw *gzip.Writer, raw []byte) ([]byte, error) {
 	var b bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&b, gzip.BestCompression)
-	if err != nil {
-		return nil, err
-	}
+	zw.Reset(&b)
 	if _, err := zw.Write(raw); err != nil {
 		return nil, err
 	}
