@@ -80,14 +80,33 @@ type query struct {
 	// The last tier of each level and the last chunk the query used: a
 	// bucket edge inside a day reads the same ones for the buckets on
 	// both of its sides, and the shared caches cost a lock and a hash.
-	tiers [numTiers]struct {
-		k     blockKey
-		cells []cell
+	tiers [numTiers]lastBlock[[]cell]
+	chunk lastBlock[*decodedChunk]
+}
+
+// lastBlock is the last block a query took from one of the shared caches.
+type lastBlock[V any] struct {
+	k  blockKey
+	v  V
+	ok bool
+}
+
+// get returns block k: the last one again, else from c, else decoded by
+// load and put in c.
+func (m *lastBlock[V]) get(c *genCache[blockKey, V], k blockKey, load func() (V, error)) (V, error) {
+	if m.ok && m.k == k {
+		return m.v, nil
 	}
-	chunk struct {
-		k blockKey
-		d *decodedChunk
+	v, ok := c.get(k)
+	if !ok {
+		var err error
+		if v, err = load(); err != nil {
+			return v, err
+		}
+		c.put(k, v)
 	}
+	*m = lastBlock[V]{k: k, v: v, ok: true}
+	return v, nil
 }
 
 // span is the time range of one piece of a day's data.
@@ -414,21 +433,12 @@ func (q *query) addRange(r *runFile, rs *runSeries, level int, lo, hi int64, a *
 }
 
 func (q *query) tier(r *runFile, rs *runSeries, level int) ([]cell, bool) {
-	k := blockKey{run: r, id: rs.id, index: level}
-	m := &q.tiers[level]
-	if m.k == k && m.cells != nil {
-		return m.cells, true
+	c, err := q.tiers[level].get(q.db.cache.tiers, blockKey{run: r, id: rs.id, index: level},
+		func() ([]cell, error) { return r.decodeTier(rs, level) })
+	if err != nil {
+		q.fail(err)
+		return nil, false
 	}
-	c, ok := q.db.cache.tiers.get(k)
-	if !ok {
-		var err error
-		if c, err = r.decodeTier(rs, level); err != nil {
-			q.fail(err)
-			return nil, false
-		}
-		q.db.cache.tiers.put(k, c)
-	}
-	m.k, m.cells = k, c
 	return c, true
 }
 
@@ -458,21 +468,18 @@ func (q *query) addRaw(r *runFile, rs *runSeries, lo, hi int64, a *acc) {
 
 // decode returns chunk i of rs from the chunk cache, decoding it on a miss.
 func (q *query) decode(r *runFile, rs *runSeries, i int) (*decodedChunk, bool) {
-	k := blockKey{run: r, id: rs.id, index: i}
-	if q.chunk.k == k && q.chunk.d != nil {
-		return q.chunk.d, true
-	}
-	d, ok := q.db.cache.chunks.get(k)
-	if !ok {
-		d = new(decodedChunk)
+	d, err := q.chunk.get(q.db.cache.chunks, blockKey{run: r, id: rs.id, index: i}, func() (*decodedChunk, error) {
+		d := new(decodedChunk)
 		if err := r.decodeChunk(&rs.chunks[i], d); err != nil {
-			q.fail(err)
-			return nil, false
+			return nil, err
 		}
 		d.prefix()
-		q.db.cache.chunks.put(k, d)
+		return d, nil
+	})
+	if err != nil {
+		q.fail(err)
+		return nil, false
 	}
-	q.chunk.k, q.chunk.d = k, d
 	return d, true
 }
 
