@@ -199,12 +199,13 @@ func BenchmarkAggregateSpan(b *testing.B) {
 		dir = b.TempDir()
 	}
 	_, err := os.Stat(filepath.Join(dir, "MANIFEST"))
-	db, err2 := Open(dir, DefaultOptions())
-	if err2 != nil {
-		b.Fatal(err2)
+	kept := err == nil
+	db, err := Open(dir, DefaultOptions())
+	if err != nil {
+		b.Fatal(err)
 	}
 	defer db.Close()
-	if err != nil {
+	if !kept {
 		pts := feedLike(n)
 		tx := db.Begin()
 		for i := 0; i < len(pts); i += 1 << 20 {
