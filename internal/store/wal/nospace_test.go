@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -82,35 +83,38 @@ func TestNoSpaceConcurrent(t *testing.T) {
 			var mu sync.Mutex
 			acked := map[string]bool{}
 			refused := map[string]bool{}
+			// commit writes rec and sorts it by the answer.
+			commit := func(rec string) {
+				_, err := w.Commit(context.Background(), []byte(rec))
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					acked[rec] = true
+				case errors.Is(err, syscall.ENOSPC):
+					refused[rec] = true
+				default:
+					t.Errorf("commit %s: %v", rec, err)
+				}
+			}
+			// The committers run until the faults are all injected, so
+			// they overlap them however slowly the machine schedules.
+			var injected atomic.Bool
 			var wg sync.WaitGroup
 			for g := 0; g < 4; g++ {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					for i := 0; i < 50; i++ {
-						rec := fmt.Sprintf("g%d-%d", g, i)
-						_, err := w.Commit(context.Background(), []byte(rec))
-						mu.Lock()
-						if err == nil {
-							acked[rec] = true
-						} else if errors.Is(err, syscall.ENOSPC) {
-							refused[rec] = true
-						} else {
-							t.Errorf("commit: %v", err)
-						}
-						mu.Unlock()
+					for i := 0; i < 50 || !injected.Load(); i++ {
+						commit(fmt.Sprintf("g%d-%d", g, i))
 					}
 				}()
 			}
 			for i := 0; i < 20; i++ {
 				fs.FailWrite(rnd.IntN(10), syscall.ENOSPC)
-				_, err := w.Commit(context.Background(), []byte(fmt.Sprintf("main-%d", i)))
-				mu.Lock()
-				if err == nil {
-					acked[fmt.Sprintf("main-%d", i)] = true
-				}
-				mu.Unlock()
+				commit(fmt.Sprintf("main-%d", i))
 			}
+			injected.Store(true)
 			wg.Wait()
 			fs.FailWrite(-1, nil)
 			if w.Stats().NoSpace == 0 || len(refused) == 0 {
