@@ -205,7 +205,9 @@ func (a *Agent) start(ctx context.Context) error {
 	// server spends it, diagnostics report it.
 	budget := api.NewBudget(cfg.HTTP.MaxInflightBytes)
 	budget.KeepForSmall(budget.Max()/smallReserveShare, smallRequest)
-	setMemoryLimit(budget.Max(), log)
+	if err := a.add(ctx, newMemoryLimitPart(budget.Max(), budget.TakePeak, log)); err != nil {
+		return err
+	}
 	dg := &diagPart{db: st.db, plant: pl.p, budget: budget, log: log}
 	if err := a.add(ctx, dg); err != nil {
 		return err

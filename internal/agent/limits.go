@@ -1,10 +1,7 @@
 package agent
 
 import (
-	"log/slog"
 	"net/http"
-	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -99,38 +96,6 @@ const (
 	smallReserveShare = 16
 	smallRequest      = 1 << 20
 )
-
-// memoryHeadroom is what the process needs beside the budget: the tag
-// table, the store's head and caches, goroutines, the runtime.
-const memoryHeadroom = 8 << 20
-
-// setMemoryLimit makes the garbage collector keep the heap within the
-// budget plus memoryHeadroom, so that the memory of bodies and answers
-// that are done goes back before the heap doubles (Go's default lets it
-// grow to twice what is live). It is a soft limit: a heap that needs
-// more gets it, at the cost of more collections. GOMEMLIMIT, when set,
-// wins.
-//
-// GOGC, when not set, is gcPercent rather than Go's 100.
-func setMemoryLimit(budget int64, log *slog.Logger) {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
-	}
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return
-	}
-	limit := budget + memoryHeadroom
-	debug.SetMemoryLimit(limit)
-	log.Debug("go memory limit set", "bytes", limit)
-}
-
-// gcPercent is how much the heap may grow past what is live before the
-// next collection. With Go's 100 it doubles: the resident memory of a
-// box whose live heap is 12 MB (the store's head, batches being
-// forwarded, a query's samples) swings by as much between collections,
-// about a quarter of it. With 50 the swing halves, for a collector that
-// runs twice as often; at 1,000 values/s it takes under 1% of a core.
-const gcPercent = 50
 
 // promPaths are the Prometheus API routes (see routes).
 var promPaths = []string{"/api/v1/query", "/api/v1/query_range", "/api/v1/labels", "/api/v1/label/",

@@ -32,6 +32,7 @@ type Budget struct {
 
 	mu   sync.Mutex
 	used int64 // guarded by mu
+	peak int64 // the most used since the last TakePeak; guarded by mu
 
 	refused atomic.Int64
 
@@ -79,6 +80,7 @@ func (b *Budget) TryAcquire(n int64) bool {
 		return false
 	}
 	b.used += n
+	b.peak = max(b.peak, b.used)
 	return true
 }
 
@@ -99,6 +101,17 @@ func (b *Budget) InUse() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.used
+}
+
+// TakePeak returns the most bytes reserved at once since the last call
+// (or since NewBudget), and starts the next span from what is reserved
+// now.
+func (b *Budget) TakePeak() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.peak
+	b.peak = b.used
+	return p
 }
 
 // Max returns the budget's size in bytes: the most a request could

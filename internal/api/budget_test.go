@@ -279,3 +279,28 @@ func TestKeepForSmall(t *testing.T) {
 		t.Errorf("850-byte body with 800 for large requests: %d, want 413", rec.Code)
 	}
 }
+
+// TestBudgetTakePeak: the peak covers every reservation since the last
+// call, even one released before it, and the next span starts from what
+// is reserved then.
+func TestBudgetTakePeak(t *testing.T) {
+	b := NewBudget(100)
+	if got := b.TakePeak(); got != 0 {
+		t.Fatalf("fresh budget: peak %d, want 0", got)
+	}
+	b.TryAcquire(30)
+	b.TryAcquire(50)
+	b.Release(50)
+	b.TryAcquire(10)
+	if got := b.TakePeak(); got != 80 {
+		t.Errorf("peak %d, want 80 (30+50, released since)", got)
+	}
+	if got := b.TakePeak(); got != 40 {
+		t.Errorf("next peak %d, want 40 (what is reserved)", got)
+	}
+	b.Release(40)
+	b.TakePeak()
+	if got := b.TakePeak(); got != 0 {
+		t.Errorf("after release: peak %d, want 0", got)
+	}
+}
