@@ -10,6 +10,7 @@ import (
 	"github.com/pith-historian/pith/internal/sparkplug"
 	"github.com/pith-historian/pith/internal/store"
 	"github.com/pith-historian/pith/internal/tag"
+	"github.com/pith-historian/pith/internal/tagseq"
 )
 
 // writer is what the import API and the push inputs write to.
@@ -109,7 +110,7 @@ func (r *road) WriteMixed(ctx context.Context, pts []model.Point, texts []model.
 
 // Begin starts an import.
 func (r *road) Begin() api.Tx {
-	return &importTx{tx: r.db.Begin(), r: r, newest: make(map[string]model.Point)}
+	return &importTx{tx: r.db.Begin(), r: r, slot: make(map[string]int)}
 }
 
 // importTx is one import; like store.Tx it is used by one goroutine.
@@ -117,8 +118,10 @@ type importTx struct {
 	tx *store.Tx
 	r  *road
 
-	newest map[string]model.Point // each tag's newest point
-	last   string                 // the tag of the previous point, to skip most map writes
+	newest []model.Point  // each tag's newest point, in the order first met
+	tags   []string       // newest[i].Tag, apart: the guess compares names
+	slot   map[string]int // a tag's index in newest
+	guess  tagseq.Guess   // saves most lookups in slot
 	texts  map[string]model.TextPoint
 }
 
@@ -151,16 +154,21 @@ func (t *importTx) Add(pts []model.Point) error {
 func (t *importTx) keepNewest(pts []model.Point) {
 	for i := range pts {
 		p := &pts[i]
-		if p.Tag == t.last {
-			if n := t.newest[p.Tag]; p.T >= n.T {
-				t.newest[p.Tag] = *p
+		k, ok := t.guess.Next(t.tags, p.Tag)
+		if !ok {
+			j, seen := t.slot[p.Tag]
+			if !seen {
+				j = len(t.newest)
+				t.slot[p.Tag] = j
+				t.tags = append(t.tags, p.Tag)
+				t.newest = append(t.newest, *p)
 			}
-			continue
+			k = uint32(j)
+			t.guess.Learn(k)
 		}
-		if n, ok := t.newest[p.Tag]; !ok || p.T >= n.T {
-			t.newest[p.Tag] = *p
+		if n := &t.newest[k]; p.T >= n.T {
+			*n = *p
 		}
-		t.last = p.Tag
 	}
 }
 
@@ -171,11 +179,7 @@ func (t *importTx) Commit(ctx context.Context) error {
 	if err := t.tx.Commit(ctx); err != nil {
 		return err
 	}
-	pts := make([]model.Point, 0, len(t.newest))
-	for _, p := range t.newest {
-		pts = append(pts, p)
-	}
-	t.stored(pts)
+	t.stored(t.newest)
 	if len(t.texts) > 0 {
 		tpts := make([]model.TextPoint, 0, len(t.texts))
 		for _, p := range t.texts {
@@ -202,5 +206,5 @@ func (t *importTx) Rollback() {
 }
 
 func (t *importTx) release() {
-	t.newest, t.texts = nil, nil
+	t.newest, t.tags, t.slot, t.texts = nil, nil, nil, nil
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 
 	"github.com/pith-historian/pith/internal/model"
+	"github.com/pith-historian/pith/internal/tagseq"
 )
 
 // Limits of the CSV import format.
@@ -71,8 +72,10 @@ type CSVReader struct {
 	line       int  // lines consumed so far
 	eof        bool // r has reported io.EOF
 	err        error
-	tags       map[string]string
-	tagBytes   int // name bytes held by tags
+	tags       map[string]uint32 // interned names: their index in names
+	names      []string
+	guess      tagseq.Guess // saves most lookups in tags
+	tagBytes   int          // name bytes held by tags
 	emptyReads int
 	texts      []model.TextPoint // text rows of the last Next
 	textLines  []int             // their line numbers
@@ -82,7 +85,7 @@ type CSVReader struct {
 
 // NewCSVReader returns a reader parsing r.
 func NewCSVReader(r io.Reader) *CSVReader {
-	c := &CSVReader{buf: make([]byte, readBufSize), tags: make(map[string]string)}
+	c := &CSVReader{buf: make([]byte, readBufSize), tags: make(map[string]uint32)}
 	c.Reset(r)
 	return c
 }
@@ -93,6 +96,9 @@ func NewCSVReader(r io.Reader) *CSVReader {
 func (c *CSVReader) Reset(r io.Reader) {
 	if c.tagBytes >= maxInternedBytes {
 		clear(c.tags)
+		clear(c.names)
+		c.names = c.names[:0]
+		c.guess.Reset()
 		c.tagBytes = 0
 	}
 	c.r = r
@@ -236,15 +242,25 @@ func (c *CSVReader) fill() error {
 }
 
 // intern returns the tag name spelled by b, shared between rows so that a
-// known tag costs a map lookup (which does not allocate) and no string.
+// known tag costs a comparison with the name guessed (tagseq) or a map
+// lookup, neither of which allocates, and no string.
 func (c *CSVReader) intern(b []byte) string {
-	if s, ok := c.tags[string(b)]; ok {
-		return s
+	if id, ok := c.guess.NextBytes(c.names, b); ok {
+		return c.names[id]
+	}
+	if id, ok := c.tags[string(b)]; ok {
+		c.guess.Learn(id)
+		return c.names[id]
 	}
 	s := string(b)
 	if c.tagBytes < maxInternedBytes {
-		c.tags[s] = s
+		id := uint32(len(c.names))
+		c.tags[s] = id
+		c.names = append(c.names, s)
 		c.tagBytes += len(s)
+		c.guess.Learn(id)
+	} else {
+		c.guess.Forget()
 	}
 	return s
 }
