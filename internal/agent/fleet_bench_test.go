@@ -258,19 +258,27 @@ func (f *fleet) site(ctx context.Context, i int) {
 		}
 		id := forward.EntryID(site, 1, int64(seq))
 		b := forward.Batch{ID: id, Entries: []forward.Entry{{ID: id, Points: pts}}, Points: len(pts)}
-		for {
-			if ctx.Err() != nil {
-				return
-			}
-			if err := sink.Send(ctx, b); err == nil {
+		if ctx.Err() != nil {
+			return
+		}
+		// A batch once begun is sent until JetStream acknowledges it, even
+		// after ctx is done: a send cut off while it waits for its
+		// acknowledgement may still have been stored, and the test counts
+		// exactly the batches acknowledged. Retries carry the same id, so
+		// the stream keeps one copy.
+		for try := 0; ; try++ {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			err := sink.Send(sctx, b)
+			cancel()
+			if err == nil {
 				break
 			}
 			f.sendErrs.Add(1)
-			select {
-			case <-ctx.Done():
+			if try == 20 {
+				f.t.Errorf("site %s: batch %d not acknowledged after %d tries: %v", site, seq, try+1, err)
 				return
-			case <-time.After(200 * time.Millisecond):
 			}
+			time.Sleep(200 * time.Millisecond)
 		}
 		f.published.Add(int64(len(pts)))
 		f.batches[i].Add(1)
