@@ -54,7 +54,8 @@ type TagInfo struct {
 // then head.mu; series.saveMu goes after db.flushMu and before series.mu,
 // and is never held with db.orderMu or db.mu. db.flushMu serialises
 // flushes, compactions, retention, deletes and bulk commits (only they
-// change parts); backupMu serialises backups and is taken before flushMu.
+// change parts; a compaction's merge runs without it, see compact.go);
+// backupMu serialises backups and is taken before flushMu.
 //
 // Each file that keeps its name has exactly one serialised writer, since
 // an atomic replace goes through a fixed "NAME.tmp" that two writers
@@ -105,10 +106,18 @@ type DB struct {
 
 	flushReq chan struct{}
 	flushed  chan struct{} // closed and replaced after each flush
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	closed   atomic.Bool
-	failed   atomic.Pointer[error] // a flush failure that stops writes
+
+	// merging is the merge in flight (see compact.go), guarded by
+	// flushMu; mergeDone (on flushMu) is broadcast when it ends.
+	merging   *mergeJob
+	mergeDone *sync.Cond
+	mergeReq  chan struct{}
+	mergeHook func(*mergeJob) // tests hold a merge here; nil otherwise
+
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	closed atomic.Bool
+	failed atomic.Pointer[error] // a flush failure that stops writes
 
 	cache   *caches
 	stats   Stats
@@ -199,11 +208,13 @@ func Open(dir string, opts Options) (_ *DB, err error) {
 		inflight:   make(map[uint64]wal.Pos),
 		lastTicket: closedChan(),
 		flushReq:   make(chan struct{}, 1),
+		mergeReq:   make(chan struct{}, 1),
 		flushed:    make(chan struct{}),
 		stop:       make(chan struct{}),
 		cache:      newCaches(opts.TierCacheBytes, opts.ChunkCacheBytes, opts.Now),
 		follow:     newFollowers(),
 	}
+	db.mergeDone = sync.NewCond(&db.flushMu)
 	db.nextTxn.Store(uint64(opts.Now().UnixNano()))
 	if isOS(fs) {
 		if db.lock, err = lockDir(dir); err != nil {
@@ -257,8 +268,10 @@ func Open(dir string, opts Options) (_ *DB, err error) {
 	if db.dropIdleIndexes(true) >= freeAfterDrop {
 		debug.FreeOSMemory()
 	}
-	db.wg.Add(1)
+	db.wg.Add(2)
 	go db.maintain()
+	db.requestMerge() // what the last run of the process left unmerged
+	go db.mergeLoop()
 	return db, nil
 }
 

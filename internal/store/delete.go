@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/pith-historian/pith/internal/model"
@@ -144,19 +145,13 @@ func (db *DB) deleteLocked(t tombstone) (int64, error) {
 		n = int64(count[0].V)
 	}
 
-	// Rewrite each day whose runs hold samples in the range as one run.
-	db.mu.RLock()
-	var days []int64
-	for p, runs := range db.parts {
-		for _, r := range runs {
-			if rs := r.find(id); rs != nil && rs.minT < t.To && rs.maxT >= t.From {
-				days = append(days, p)
-				break
-			}
-		}
+	// Rewrite each day whose runs hold samples in the range as one run,
+	// once no merge of one of them is in flight.
+	days := db.daysHolding(id, t.From, t.To)
+	for db.merging != nil && slices.Contains(days, db.merging.p) {
+		db.mergeDone.Wait()
+		days = db.daysHolding(id, t.From, t.To)
 	}
-	db.mu.RUnlock()
-	sort.Slice(days, func(i, j int) bool { return days[i] < days[j] })
 	added := make(map[int64][]*runFile, len(days))
 	replaced := make(map[int64][]*runFile, len(days))
 	for _, p := range days {
@@ -187,6 +182,24 @@ func (db *DB) deleteLocked(t tombstone) (int64, error) {
 	db.dropFromHeads(id, t.From, t.To)
 	db.refreshSeries(id)
 	return n, nil
+}
+
+// daysHolding returns, in order, the days whose runs hold samples of
+// series id in [from, to).
+func (db *DB) daysHolding(id uint32, from, to int64) []int64 {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	var days []int64
+	for p, runs := range db.parts {
+		for _, r := range runs {
+			if rs := r.find(id); rs != nil && rs.minT < to && rs.maxT >= from {
+				days = append(days, p)
+				break
+			}
+		}
+	}
+	slices.Sort(days)
+	return days
 }
 
 // rewriteDay writes one run holding the data of runs (oldest first, the

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -97,9 +98,6 @@ func (db *DB) maintain() {
 			}
 			continue
 		}
-		if err := db.compact(false); err != nil && !isNoSpace(err) {
-			db.log.Error("compact runs", "err", err)
-		}
 		if time.Since(lastSweep) >= indexIdle {
 			lastSweep = time.Now()
 			db.dropIdleIndexes(false)
@@ -113,14 +111,17 @@ func (db *DB) maintain() {
 	}
 }
 
-// flushAll rotates and flushes everything; with final it also merges every
-// day into a single run.
+// flushAll rotates and flushes everything; with final (Close, after the
+// merge loop stopped) it also merges every day into a single run.
 func (db *DB) flushAll(final bool) error {
 	db.rotate()
 	if err := db.flushFrozen(); err != nil {
 		return err
 	}
-	return db.compact(final)
+	if !final {
+		return nil
+	}
+	return db.compactAll()
 }
 
 // flushFrozen writes every frozen head to run files, oldest first.
@@ -140,7 +141,11 @@ func (db *DB) flushFrozenLocked() error {
 		fh := db.frozen[0]
 		db.mu.RUnlock()
 		start := time.Now()
-		if err := db.noteDisk(&db.nospace.flush, "flushes", db.flushHead(fh)); err != nil {
+		err := db.flushHead(fh)
+		if errors.Is(err, errMergeMet) {
+			continue // the head may be flushed by now: look again
+		}
+		if err := db.noteDisk(&db.nospace.flush, "flushes", err); err != nil {
 			e := fmt.Errorf("flush head: %w", err)
 			if !isNoSpace(err) {
 				db.failed.Store(&e)
@@ -155,11 +160,24 @@ func (db *DB) flushFrozenLocked() error {
 }
 
 // flushHead writes one frozen head. The caller holds flushMu, so db.parts
-// changes only here, in commitBulk and in compact.
+// changes only here, in commitBulk and in compact.go. Runs that meet the
+// merge in flight wait for it (mergeMeets), releasing flushMu: if another
+// flusher wrote the head meanwhile, the runs are removed and errMergeMet
+// tells the caller to look again.
 func (db *DB) flushHead(fh *frozenHead) error {
 	added, err := db.writeHeadRuns(fh.series, true)
 	if err != nil {
 		return err
+	}
+	for db.mergeMeets(added) {
+		db.mergeDone.Wait()
+		db.mu.RLock()
+		first := len(db.frozen) > 0 && db.frozen[0] == fh
+		db.mu.RUnlock()
+		if !first {
+			db.discard(added)
+			return errMergeMet
+		}
 	}
 	return db.installRuns(added, func() {
 		// Cleared before it is sliced off: frozen[1:] of a one-element
@@ -289,9 +307,11 @@ func (db *DB) writeHeadRuns(series []*headSeries, split bool) (map[int64][]*runF
 // day's existing runs on equal timestamps). The runs of a day are kept
 // disjoint (no series of one meets in time the same series of another):
 // new runs that meet some of the day's are merged with those (see
-// mergeMeeting). A day that would grow past MaxRunsPerPart has only its
-// newest runs merged (see tail), so that a day written for hours is not
-// rewritten whole at every few flushes.
+// mergeMeeting), which late data alone does. A day that grows past
+// MaxRunsPerPart is merged in the background (see compact.go), not here:
+// a flush that merged the hours a day holds would hold up the writers
+// waiting for it. The caller has waited for a merge in flight that the
+// runs meet (mergeMeets).
 func (db *DB) installRuns(added map[int64][]*runFile, swap func(), checkpoint uint32) error {
 	install := make(map[int64][]*runFile, len(added))
 	replaced := make(map[int64][]*runFile)
@@ -308,52 +328,29 @@ func (db *DB) installRuns(added map[int64][]*runFile, swap func(), checkpoint ui
 		db.touched[p] = time.Now()
 		old := db.parts[p]
 		all := append(append([]*runFile(nil), old...), rs...)
-		ok := disjoint(all)
-		if ok && len(all) <= db.opts.MaxRunsPerPart {
+		if disjoint(all) {
 			install[p] = rs
 			continue
 		}
-		keep, add, gone := old, rs, []*runFile(nil)
-		if !ok {
-			mt, err := db.mergeMeeting(p, old, rs)
-			if err != nil {
-				return fail(err)
-			}
-			if mt == nil {
-				// Runs of an older release that meet: the day is merged
-				// whole.
-				m, err := db.mergeRuns(p, all, false)
-				if err != nil {
-					return fail(err)
-				}
-				made = append(made, m)
-				install[p], replaced[p] = []*runFile{m}, old
-				unused = append(unused, rs...)
-				continue
-			}
-			made = append(made, mt.merged)
-			unused = append(unused, mt.used...)
-			keep, gone, add = mt.keep, mt.gone, append(mt.fresh, mt.merged)
+		mt, err := db.mergeMeeting(p, old, rs)
+		if err != nil {
+			return fail(err)
 		}
-		if len(keep)+len(add) > db.opts.MaxRunsPerPart {
-			// Disjoint now: the order only says which runs are new.
-			all = append(append([]*runFile(nil), keep...), add...)
-			from := tail(all, len(add), db.opts.MaxRunsPerPart)
-			m, err := db.mergeRuns(p, all[from:], false)
+		if mt == nil {
+			// Runs of an older release that meet: the day is merged
+			// whole.
+			m, err := db.mergeRuns(p, all, false, nil)
 			if err != nil {
 				return fail(err)
 			}
 			made = append(made, m)
-			for _, r := range all[from:] {
-				if slices.Contains(keep, r) {
-					gone = append(gone, r)
-				} else {
-					unused = append(unused, r)
-				}
-			}
-			add = []*runFile{m}
+			install[p], replaced[p] = []*runFile{m}, old
+			unused = append(unused, rs...)
+			continue
 		}
-		install[p], replaced[p] = add, gone
+		made = append(made, mt.merged)
+		unused = append(unused, mt.used...)
+		install[p], replaced[p] = append(mt.fresh, mt.merged), mt.gone
 	}
 	if err := db.install(install, replaced, swap, checkpoint); err != nil {
 		return fail(err)
@@ -362,12 +359,14 @@ func (db *DB) installRuns(added map[int64][]*runFile, swap func(), checkpoint ui
 		r.close()
 		db.fs.Remove(r.path)
 	}
+	db.requestMerge()
 	return nil
 }
 
-// commitBulk publishes the private runs of a bulk transaction; txn is its
-// id when its points were copied to the WAL for the followers, else 0.
-func (db *DB) commitBulk(runs map[int64][]*runFile, txn uint64) error {
+// commitBulk publishes the private runs of a bulk transaction, whose
+// series staged holds; txn is its id when its points were copied to the
+// WAL for the followers, else 0.
+func (db *DB) commitBulk(runs map[int64][]*runFile, staged idSet, txn uint64) error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
@@ -376,13 +375,21 @@ func (db *DB) commitBulk(runs map[int64][]*runFile, txn uint64) error {
 	}
 	db.flushMu.Lock()
 	defer db.flushMu.Unlock()
-	// Writes applied before this commit rank below it: when the heads hold
-	// samples of the bulk's tags, they go to runs first.
-	if db.headsHold(runs) {
-		db.rotate()
-		if err := db.flushFrozenLocked(); err != nil {
-			return err
+	for {
+		// Writes applied before this commit rank below it: when the heads
+		// hold samples of the bulk's tags, they go to runs first.
+		if db.headsHold(staged) {
+			db.rotate()
+			if err := db.flushFrozenLocked(); err != nil {
+				return err
+			}
 		}
+		// Waited for before the transaction is pending: the merge's
+		// MANIFEST would list it as committed without its runs.
+		if !db.mergeMeets(runs) {
+			break
+		}
+		db.mergeDone.Wait() // the heads may hold more now: look again
 	}
 	if err := db.series.save(db.fs, db.dir); err != nil {
 		return err
@@ -397,10 +404,11 @@ func (db *DB) commitBulk(runs map[int64][]*runFile, txn uint64) error {
 		return err
 	}
 	s := db.series
-	s.mu.Lock()
 	for _, rs := range runs {
 		for _, r := range rs {
-			for i, ss := 0, r.index(); i < len(ss); i++ {
+			ss := r.index()
+			s.mu.Lock()
+			for i := range ss {
 				x := &ss[i]
 				if x.fine == fineText {
 					s.observeTextLocked(x.id, x.minT, "", model.QualityGood)
@@ -410,15 +418,21 @@ func (db *DB) commitBulk(runs map[int64][]*runFile, txn uint64) error {
 				s.observeLocked(x.id, x.minT, x.first, model.QualityGood)
 				s.observeLocked(x.id, x.maxT, x.lastV, x.lastQ)
 			}
+			s.mu.Unlock()
+			// A bulk load's runs are read again by the queries that want
+			// them: a large index held until the idle drop would sit
+			// beside the next request's staging (40 MB a run of 100,000
+			// series).
+			r.dropLarge()
 		}
 	}
-	s.mu.Unlock()
 	return nil
 }
 
 // headsHold reports whether the active or a frozen head has samples of a
-// series in runs.
-func (db *DB) headsHold(runs map[int64][]*runFile) bool {
+// series that staged holds (the series of a bulk transaction's runs),
+// without reading the runs' indexes.
+func (db *DB) headsHold(staged idSet) bool {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	heads := []*head{db.active}
@@ -427,20 +441,32 @@ func (db *DB) headsHold(runs map[int64][]*runFile) bool {
 	}
 	for _, h := range heads {
 		h.mu.RLock()
-		for _, rs := range runs {
-			for _, r := range rs {
-				for i, ss := 0, r.index(); i < len(ss); i++ {
-					id := ss[i].id
-					if int(id) < len(h.series) && h.series[id] != nil && h.series[id].n > 0 {
-						h.mu.RUnlock()
-						return true
-					}
+		if h.samples > 0 {
+			for id, s := range h.series {
+				if s != nil && s.n > 0 && staged.has(uint32(id)) {
+					h.mu.RUnlock()
+					return true
 				}
 			}
 		}
 		h.mu.RUnlock()
 	}
 	return false
+}
+
+// idSet is a set of series ids.
+type idSet []uint64
+
+func (s *idSet) add(id uint32) {
+	if w := int(id / 64); w >= len(*s) {
+		*s = append(*s, make([]uint64, w+1-len(*s))...)
+	}
+	(*s)[id/64] |= 1 << (id % 64)
+}
+
+func (s idSet) has(id uint32) bool {
+	w := int(id / 64)
+	return w < len(s) && s[w]&(1<<(id%64)) != 0
 }
 
 // writeRunFrom writes n series as a new run of partition p (not yet
@@ -570,6 +596,9 @@ func (db *DB) enforceRetention() error {
 	defer db.flushMu.Unlock()
 	now := db.opts.Now()
 	for p, runs := range db.parts {
+		if db.merging != nil && db.merging.p == p {
+			continue // the next round
+		}
 		end := (p + 1) * partitionMs
 		switch {
 		case rollAge > 0 && end <= now.Add(-rollAge).UnixMilli():
@@ -578,11 +607,11 @@ func (db *DB) enforceRetention() error {
 			}
 			db.log.Info("retention removed a day", "day", time.UnixMilli(p*partitionMs).UTC().Format("2006-01-02"))
 		case rawAge > 0 && end <= now.Add(-rawAge).UnixMilli() && hasRaw(runs):
-			m, err := db.mergeRuns(p, runs, true)
+			m, err := db.mergeRuns(p, runs, true, nil)
 			if err != nil {
 				return err
 			}
-			if err := db.install(map[int64][]*runFile{p: {m}}, map[int64][]*runFile{p: runs}, nil, 0); err != nil {
+			if err := db.replaceRuns(p, runs, m); err != nil {
 				return err
 			}
 			db.log.Info("retention dropped raw samples of a day", "day", time.UnixMilli(p*partitionMs).UTC().Format("2006-01-02"))
@@ -600,58 +629,6 @@ func hasRaw(runs []*runFile) bool {
 		}
 	}
 	return false
-}
-
-// compactQuiet is how long a day takes no new run before compact merges
-// it: merging a day at every flush while it is written is quadratic.
-const compactQuiet = time.Minute
-
-// compact merges the runs of each day that has more than one, except the
-// newest day and days that took a run within compactQuiet (still being
-// written) unless final.
-func (db *DB) compact(final bool) error {
-	db.flushMu.Lock()
-	defer db.flushMu.Unlock()
-	db.mu.RLock()
-	var newest int64
-	first := true
-	var todo []int64
-	for p, rs := range db.parts {
-		if first || p > newest {
-			newest, first = p, false
-		}
-		if len(rs) > 1 {
-			todo = append(todo, p)
-		}
-	}
-	db.mu.RUnlock()
-	sort.Slice(todo, func(i, j int) bool { return todo[i] < todo[j] })
-	for _, p := range todo {
-		if p == newest && !final {
-			continue
-		}
-		if !final && time.Since(db.touched[p]) < compactQuiet {
-			// Still being written (a backfill, an upstream draining an
-			// outage): merged once it is quiet.
-			continue
-		}
-		select {
-		case <-db.stop:
-			if !final {
-				return nil
-			}
-		default:
-		}
-		old := db.parts[p]
-		r, err := db.mergeRuns(p, old, false)
-		if err != nil {
-			return err
-		}
-		if err := db.install(map[int64][]*runFile{p: {r}}, map[int64][]*runFile{p: old}, nil, 0); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // frontier returns, for each series in day p's runs, the time of its

@@ -12,8 +12,10 @@ import (
 // and streams a numeric series chunk by chunk from the runs to the new
 // one (mergeStream), so memory stays bounded by a chunk per run and the
 // finest tier's cells, not by the day: a day written for hours is merged
-// in the memory of its first minutes. Text series are merged whole.
-func (db *DB) mergeRuns(p int64, runs []*runFile, dropRaw bool) (*runFile, error) {
+// in the memory of its first minutes. Text series are merged whole. When
+// abort is closed before the merge ends, the merge stops, removes what it
+// wrote and returns errMergeAborted.
+func (db *DB) mergeRuns(p int64, runs []*runFile, dropRaw bool, abort <-chan struct{}) (*runFile, error) {
 	ids := make(map[uint32]bool)
 	for _, r := range runs {
 		for i, ss := 0, r.index(); i < len(ss); i++ {
@@ -32,6 +34,12 @@ func (db *DB) mergeRuns(p int64, runs []*runFile, dropRaw bool) (*runFile, error
 	var m merger
 	var acc runInput
 	for _, id := range order {
+		select {
+		case <-abort:
+			rw.abort()
+			return nil, errMergeAborted
+		default:
+		}
 		m.reset(runs, id)
 		if !m.text {
 			db.mergeStream(rw, &m, id, dropRaw)
@@ -221,7 +229,7 @@ func (db *DB) mergeMeeting(p int64, old, added []*runFile) (*meeting, error) {
 		}
 	}
 	sortRuns(mt.gone)
-	m, err := db.mergeRuns(p, append(slices.Clip(mt.gone), mt.used...), false)
+	m, err := db.mergeRuns(p, append(slices.Clip(mt.gone), mt.used...), false, nil)
 	if err != nil {
 		return nil, err
 	}

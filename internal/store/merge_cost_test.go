@@ -74,6 +74,7 @@ func testMergeCostOfALongBackfill(t *testing.T, late, small bool) {
 		if err := db.flushAll(false); err != nil {
 			t.Fatal(err)
 		}
+		db.settleMerges()
 		db.mu.RLock()
 		final = 0
 		for _, rs := range db.parts {

@@ -61,7 +61,7 @@ func mergeDay(t *testing.T, runs, per int) float64 {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		var err error
-		r, err = db.mergeRuns(p, in, false)
+		r, err = db.mergeRuns(p, in, false, nil)
 		runtime.ReadMemStats(&after)
 		if err != nil {
 			t.Fatal(err)

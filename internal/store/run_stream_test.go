@@ -134,7 +134,7 @@ func TestMergeOverlapStream(t *testing.T) {
 	db.flushMu.Lock()
 	defer db.flushMu.Unlock()
 	p := day / partitionMs
-	r, err := db.mergeRuns(p, db.parts[p], false)
+	r, err := db.mergeRuns(p, db.parts[p], false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

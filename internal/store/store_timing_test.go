@@ -232,3 +232,33 @@ func BenchmarkAggregateSpan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRawRepeat is a dashboard polling the last 10 minutes of a
+// 10 Hz tag: the same raw read over and over (6,000 samples).
+func BenchmarkRawRepeat(b *testing.B) {
+	db, err := Open(b.TempDir(), DefaultOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	const n = 36_000 // an hour at 10 Hz
+	pts := make([]model.Point, n)
+	for i := range pts {
+		pts[i] = model.Point{Tag: "fast", T: 1_700_000_000_000 + int64(i)*100, V: float64(i%977) / 10}
+	}
+	if err := db.Write(context.Background(), pts); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	to := pts[n-1].T + 1
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		s, err := db.Raw("fast", to-600_000, to, 0)
+		if err != nil || len(s) != 6000 {
+			b.Fatalf("%d samples, %v", len(s), err)
+		}
+	}
+	b.ReportMetric(float64(db.cache.chunks.bytes()), "cached-bytes")
+}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/pith-historian/pith/internal/model"
-
 	"github.com/pith-historian/pith/internal/store/wal"
+	"github.com/pith-historian/pith/internal/tagseq"
 )
 
 // Write stores pts atomically: on return without error every point is
@@ -259,6 +259,9 @@ type Tx struct {
 	walLast wal.Pos // the last data record appended
 	walRecs int     // data records appended
 	walBuf  []byte
+
+	guess  tagseq.Guess // saves stage most lookups of names
+	staged idSet        // the series of the private runs
 }
 
 // Begin starts a transaction. It must end with Commit or Rollback.
@@ -395,9 +398,12 @@ func (tx *Tx) stage(pts []model.Point) error {
 	s.mu.Lock()
 	for i := range pts {
 		p := &pts[i]
-		id, ok := s.byName[p.Tag]
+		id, ok := tx.guess.Next(s.names, p.Tag)
 		if !ok {
-			id = s.getOrCreateLocked([]byte(p.Tag))
+			if id, ok = s.byName[p.Tag]; !ok {
+				id = s.getOrCreateLocked([]byte(p.Tag))
+			}
+			tx.guess.Learn(id)
 		}
 		h.appendLocked(id, p.T, p.V, p.Q, db.opts.Now)
 	}
@@ -457,6 +463,11 @@ func (tx *Tx) spill() error {
 	h := tx.private
 	if h.samples == 0 {
 		return nil
+	}
+	for id, s := range h.series {
+		if s != nil {
+			tx.staged.add(uint32(id))
+		}
 	}
 	tx.private = newRawHead()
 	done := make(chan error, 1)
@@ -552,7 +563,7 @@ func (tx *Tx) Commit(ctx context.Context) error {
 			return fmt.Errorf("commit write: %w", db.noteDisk(&db.nospace.wal, "writes", err))
 		}
 	}
-	if err := db.noteDisk(&db.nospace.flush, "bulk writes", db.commitBulk(tx.runs, tx.txn)); err != nil {
+	if err := db.noteDisk(&db.nospace.flush, "bulk writes", db.commitBulk(tx.runs, tx.staged, tx.txn)); err != nil {
 		tx.Rollback()
 		return fmt.Errorf("commit write: %w", err)
 	}
