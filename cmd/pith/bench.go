@@ -178,6 +178,7 @@ func runBenchScale(args []string) error {
 	quick := fs.Bool("quick", false, "small sizes and a 5 s live test (the CI form, well under a minute)")
 	profile := fs.String("profile", "", "small: the server as on a small board (GOMAXPROCS=1, one CPU, GOMEMLIMIT=1GiB)")
 	sizes := fs.String("tags", "", "the Tags curve's tag counts, comma-separated (default 100,1000,10000,100000; quick 100,1000)")
+	days := fs.Int("days", 0, "days of the Tags curve's history, each tag at 1/min (default 7; quick 1)")
 	years := fs.String("years", "", "the History curve's spans of one tag at 10 s, in years (default 1,3,10; quick 1)")
 	wide := fs.Int("wide-tags", -1, "tags at 1/min for a year in the History curve, 0 to skip (default 1000; quick 0)")
 	liveTags := fs.Int("live-tags", 0, "tags of the Live test, at 10 Hz (default 10000; quick 1000)")
@@ -220,6 +221,12 @@ func runBenchScale(args []string) error {
 		if o.TagSizes, err = ints(*sizes); err != nil {
 			return err
 		}
+	}
+	if *days < 0 {
+		return fmt.Errorf("bad --days %d: want a positive number of days", *days)
+	}
+	if *days > 0 {
+		o.TagDays = *days
 	}
 	if *years != "" {
 		if o.Years, err = ints(*years); err != nil {
