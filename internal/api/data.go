@@ -99,7 +99,22 @@ func (s *Server) handleData(w http.ResponseWriter, r *http.Request) {
 	if d.agg == model.AggRaw {
 		// One sample more than the cap tells a full answer from a cut one;
 		// the extra sample's time is where the next page starts.
-		samples, err := s.st.Raw(d.tag, d.from, d.to, d.points+1)
+		err := s.st.RawFunc(d.tag, d.from, d.to, d.points+1, func(ts []int64, vs []float64, _ []model.Quality) {
+			if len(ts) > d.points {
+				truncated, next = true, ts[d.points]
+				ts = ts[:d.points]
+			}
+			for i, t := range ts {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, '[')
+				b = strconv.AppendInt(b, t, 10)
+				b = append(b, ',')
+				b = jsonenc.AppendFloat(b, vs[i])
+				b = append(b, ']')
+			}
+		})
 		if errors.Is(err, store.ErrKind) {
 			s.handleTextData(w, d, b[:0])
 			return
@@ -107,20 +122,6 @@ func (s *Server) handleData(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			s.queryError(w, d.tag, err)
 			return
-		}
-		if len(samples) > d.points {
-			truncated, next = true, samples[d.points].T
-			samples = samples[:d.points]
-		}
-		for i, smp := range samples {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '[')
-			b = strconv.AppendInt(b, smp.T, 10)
-			b = append(b, ',')
-			b = jsonenc.AppendFloat(b, smp.V)
-			b = append(b, ']')
 		}
 	} else {
 		buckets, err := s.st.Aggregate(d.tag, d.from, d.to, d.points, d.agg)

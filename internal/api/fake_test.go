@@ -166,6 +166,19 @@ func (s *fakeStore) Aggregate(tag string, from, to int64, n int, agg model.Agg) 
 	return out, nil
 }
 
+func (s *fakeStore) RawFunc(tag string, from, to int64, limit int, fn func(ts []int64, vs []float64, qs []model.Quality)) error {
+	smp, err := s.Raw(tag, from, to, limit)
+	if err != nil {
+		return err
+	}
+	ts, vs, qs := make([]int64, len(smp)), make([]float64, len(smp)), make([]model.Quality, len(smp))
+	for i, x := range smp {
+		ts[i], vs[i], qs[i] = x.T, x.V, x.Q
+	}
+	fn(ts, vs, qs)
+	return nil
+}
+
 func (s *fakeStore) Raw(tag string, from, to int64, limit int) ([]model.Sample, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

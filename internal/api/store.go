@@ -49,8 +49,10 @@ type Queries interface {
 	// (see docs/api.md, "Buckets"); store.ErrUnknownTag for a tag
 	// never seen.
 	Aggregate(tag string, from, to int64, n int, agg model.Agg) ([]store.Bucket, error)
-	// Raw returns at most limit stored samples in [from, to), in time order.
-	Raw(tag string, from, to int64, limit int) ([]model.Sample, error)
+	// RawFunc hands fn at most limit stored samples in [from, to), in
+	// time order, as arrays fn may read only while it runs (all when
+	// limit <= 0); store.ErrKind for a text tag.
+	RawFunc(tag string, from, to int64, limit int, fn func(ts []int64, vs []float64, qs []model.Quality)) error
 	// Latest returns the newest sample of each named tag, of all tags when
 	// none is named.
 	Latest(tags ...string) ([]store.Latest, error)
@@ -86,8 +88,8 @@ func (s dbStore[T, D]) Aggregate(tag string, from, to int64, n int, agg model.Ag
 	return s.db.Aggregate(tag, from, to, n, agg)
 }
 
-func (s dbStore[T, D]) Raw(tag string, from, to int64, limit int) ([]model.Sample, error) {
-	return s.db.Raw(tag, from, to, limit)
+func (s dbStore[T, D]) RawFunc(tag string, from, to int64, limit int, fn func(ts []int64, vs []float64, qs []model.Quality)) error {
+	return s.db.RawFunc(tag, from, to, limit, fn)
 }
 
 func (s dbStore[T, D]) Latest(tags ...string) ([]store.Latest, error) { return s.db.Latest(tags...) }

@@ -23,8 +23,9 @@ type Store interface {
 	// Aggregate splits [from, to) into n equal buckets and aggregates
 	// each from the rollups (see docs/api.md, "Buckets").
 	Aggregate(tag string, from, to int64, n int, agg model.Agg) ([]store.Bucket, error)
-	// Raw returns at most limit stored samples in [from, to), in time order.
-	Raw(tag string, from, to int64, limit int) ([]model.Sample, error)
+	// RawFunc hands fn at most limit stored samples in [from, to), in
+	// time order, as arrays fn may read only while it runs.
+	RawFunc(tag string, from, to int64, limit int, fn func(ts []int64, vs []float64, qs []model.Quality)) error
 	// Tags lists the stored tags; the caller may not modify the slice.
 	Tags() []store.TagInfo
 }

@@ -3,6 +3,8 @@ package promapi
 import (
 	"context"
 
+	"github.com/pith-historian/pith/internal/model"
+
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
@@ -55,21 +57,26 @@ func (s *seriesSet) Next() bool {
 // value is 1, so sum_over_time counts them.
 func (s *seriesSet) readRaw(tag string, sr *series) error {
 	limit := s.q.opts.MaxRawSamples
-	smp, err := s.q.st.Raw(tag, s.mint, s.maxt+1, limit+1)
+	n := 0
+	err := s.q.st.RawFunc(tag, s.mint, s.maxt+1, limit+1, func(ts []int64, vs []float64, _ []model.Quality) {
+		if n = len(ts); n > limit {
+			return
+		}
+		sr.pts = make(points, n)
+		for i := range sr.pts {
+			sr.pts[i] = point{t: ts[i], f: vs[i]}
+			if s.count {
+				sr.pts[i].f = 1
+			}
+		}
+	})
 	if err != nil {
 		return err
 	}
-	if len(smp) > limit {
+	if n > limit {
 		return rawLimitError(tag, limit)
 	}
-	s.q.stats.add(false, len(smp))
-	sr.pts = make(points, len(smp))
-	for i, x := range smp {
-		sr.pts[i] = point{t: x.T, f: x.V}
-		if s.count {
-			sr.pts[i].f = 1
-		}
-	}
+	s.q.stats.add(false, n)
 	return nil
 }
 

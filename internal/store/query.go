@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/pith-historian/pith/internal/model"
 )
@@ -170,34 +171,39 @@ func (db *DB) Aggregate(tag string, from, to int64, n int, agg model.Agg) ([]Buc
 // first, decoded into copies of the query's own: the heads hold them
 // encoded. The caller holds db.mu.
 func (db *DB) headPieces(id uint32, from, to int64) []runInput {
-	var out []runInput
+	return db.appendHeadPieces(nil, id, from, to)
+}
+
+// appendHeadPieces is headPieces appending to out, reusing the arrays
+// that out's elements past its length hold (a rawScratch's).
+func (db *DB) appendHeadPieces(out []runInput, id uint32, from, to int64) []runInput {
+	add := func(s *headSeries) {
+		n := s.count(from, to)
+		if n == 0 {
+			return
+		}
+		var p runInput
+		if len(out) < cap(out) {
+			p = out[: len(out)+1 : cap(out)][len(out)]
+		}
+		p = runInput{ts: slices.Grow(p.ts[:0], n), vs: slices.Grow(p.vs[:0], n), qs: slices.Grow(p.qs[:0], n)}
+		s.read(from, to, &p)
+		if len(p.ts) > 0 {
+			out = append(out, p)
+		}
+	}
 	for _, h := range db.frozen {
 		if int(id) < len(h.series) && h.series[id] != nil {
-			if p := readHead(h.series[id], from, to); len(p.ts) > 0 {
-				out = append(out, p)
-			}
+			add(h.series[id])
 		}
 	}
 	h := db.active
 	h.mu.Lock()
 	if s := h.getSorted(id); s != nil {
-		if p := readHead(s, from, to); len(p.ts) > 0 {
-			out = append(out, p)
-		}
+		add(s)
 	}
 	h.mu.Unlock()
 	return out
-}
-
-// readHead returns the samples of s in [from, to) in arrays sized once.
-func readHead(s *headSeries, from, to int64) runInput {
-	n := s.count(from, to)
-	if n == 0 {
-		return runInput{}
-	}
-	p := runInput{ts: make([]int64, 0, n), vs: make([]float64, 0, n), qs: make([]model.Quality, 0, n)}
-	s.read(from, to, &p)
-	return p
 }
 
 // forPartitions calls fn for every day in [from, to) that has runs or head
@@ -335,6 +341,12 @@ func appendDaySeries(refs []seriesRef, runs []*runFile, id uint32, from, to int6
 // of both, which would hold the query's samples twice.
 func overlay(base runInput, heads []runInput) runInput {
 	var tmp runInput
+	return overlayInto(base, heads, &tmp)
+}
+
+// overlayInto is overlay merging into the arrays of *tmp when a piece
+// must be merged; *tmp is left holding the arrays the result does not use.
+func overlayInto(base runInput, heads []runInput, tmp *runInput) runInput {
 	for i := range heads {
 		h := &heads[i]
 		if n := len(base.ts); n > 0 && len(h.ts) > 0 && h.ts[0] > base.ts[n-1] && (base.xs == nil) == (h.xs == nil) {
@@ -346,8 +358,8 @@ func overlay(base runInput, heads []runInput) runInput {
 			}
 			continue
 		}
-		mergeSamples(&tmp, &base, h)
-		base, tmp = tmp, base
+		mergeSamples(tmp, &base, h)
+		base, *tmp = *tmp, base
 	}
 	return base
 }
@@ -509,17 +521,35 @@ func (q *query) addSamples(ts []int64, vs []float64) {
 // Raw returns the stored samples of tag in [from, to) in time order, at
 // most limit of them (all when limit <= 0).
 func (db *DB) Raw(tag string, from, to int64, limit int) ([]model.Sample, error) {
+	var out []model.Sample
+	err := db.RawFunc(tag, from, to, limit, func(ts []int64, vs []float64, qs []model.Quality) {
+		out = make([]model.Sample, len(ts))
+		for i := range out {
+			out[i] = model.Sample{T: ts[i], V: vs[i], Q: qs[i]}
+		}
+	})
+	return out, err
+}
+
+// RawFunc is Raw handing the samples to fn, once, as three arrays of
+// equal length (times, values, qualities) instead of a new slice: they
+// are the store's, reused by the next read, so fn must copy what it
+// keeps. A caller that turns samples into its own type (PromQL's points,
+// a JSON answer) saves the copy Raw makes and leaves less garbage.
+func (db *DB) RawFunc(tag string, from, to int64, limit int, fn func(ts []int64, vs []float64, qs []model.Quality)) error {
 	id, err := db.checkWindow(tag, from, to)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if db.series.textID(id) {
-		return nil, fmt.Errorf("raw numbers of %q: %w (read it with RawText)", tag, ErrKind)
+		return fmt.Errorf("raw numbers of %q: %w (read it with RawText)", tag, ErrKind)
 	}
+	sc := rawScratches.Get().(*rawScratch)
+	defer sc.release()
 	q := &query{db: db, id: id}
-	var base runInput
+	base := runInput{ts: sc.base.ts[:0], vs: sc.base.vs[:0], qs: sc.base.qs[:0]}
 	db.mu.RLock()
-	heads := db.headPieces(id, from, to)
+	heads := db.appendHeadPieces(sc.heads[:0], id, from, to)
 	extra := 0 // the head samples overlay appends
 	for _, h := range heads {
 		extra += len(h.ts)
@@ -541,7 +571,8 @@ func (db *DB) Raw(tag string, from, to int64, limit int) ([]model.Sample, error)
 		return limit <= 0 || len(heads) > 0 || len(base.ts) < limit
 	})
 	db.mu.RUnlock()
-	base = overlay(base, heads)
+	base = overlayInto(base, heads, &sc.tmp)
+	sc.base, sc.heads = base, heads
 	if q.err != nil {
 		db.log.Warn("query skipped damaged data", "tag", tag, "err", q.err)
 	}
@@ -549,11 +580,35 @@ func (db *DB) Raw(tag string, from, to int64, limit int) ([]model.Sample, error)
 	if limit > 0 && n > limit {
 		n = limit
 	}
-	out := make([]model.Sample, n)
-	for i := range out {
-		out[i] = model.Sample{T: base.ts[i], V: base.vs[i], Q: base.qs[i]}
+	fn(base.ts[:n], base.vs[:n], base.qs[:n])
+	return nil
+}
+
+// rawScratch holds the arrays of a raw read (the answer, the merge's
+// second buffer, the head pieces) from one read to the next.
+type rawScratch struct {
+	base, tmp runInput
+	heads     []runInput
+}
+
+var rawScratches = sync.Pool{New: func() any { return new(rawScratch) }}
+
+// maxScratchSamples bounds the arrays a rawScratch keeps: a read of a
+// long window hands its arrays to the collector rather than hold them
+// for reads that need far less.
+const maxScratchSamples = 1 << 16
+
+// release returns sc to the pool, or leaves it to the collector when it
+// holds more than maxScratchSamples samples.
+func (sc *rawScratch) release() {
+	n := cap(sc.base.ts) + cap(sc.tmp.ts)
+	for _, h := range sc.heads[:cap(sc.heads)] {
+		n += cap(h.ts)
 	}
-	return out, nil
+	if n > maxScratchSamples {
+		return
+	}
+	rawScratches.Put(sc)
 }
 
 // readRange appends the samples of rs in [from, to). It takes the chunks

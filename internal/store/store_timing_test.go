@@ -234,31 +234,60 @@ func BenchmarkAggregateSpan(b *testing.B) {
 }
 
 // BenchmarkRawRepeat is a dashboard polling the last 10 minutes of a
-// 10 Hz tag: the same raw read over and over (6,000 samples).
+// 10 Hz tag: the same raw read over and over (6,000 samples), from a run
+// (flushed) and from the head, through Raw and through RawFunc (whose
+// caller copies the samples to its own type, as PromQL's does).
 func BenchmarkRawRepeat(b *testing.B) {
-	db, err := Open(b.TempDir(), DefaultOptions())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	const n = 36_000 // an hour at 10 Hz
-	pts := make([]model.Point, n)
-	for i := range pts {
-		pts[i] = model.Point{Tag: "fast", T: 1_700_000_000_000 + int64(i)*100, V: float64(i%977) / 10}
-	}
-	if err := db.Write(context.Background(), pts); err != nil {
-		b.Fatal(err)
-	}
-	if err := db.Flush(); err != nil {
-		b.Fatal(err)
-	}
-	to := pts[n-1].T + 1
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		s, err := db.Raw("fast", to-600_000, to, 0)
-		if err != nil || len(s) != 6000 {
-			b.Fatalf("%d samples, %v", len(s), err)
+	for _, flushed := range []bool{true, false} {
+		db, err := Open(b.TempDir(), DefaultOptions())
+		if err != nil {
+			b.Fatal(err)
 		}
+		const n = 36_000 // an hour at 10 Hz
+		pts := make([]model.Point, n)
+		for i := range pts {
+			pts[i] = model.Point{Tag: "fast", T: 1_700_000_000_000 + int64(i)*100, V: float64(i%977) / 10}
+		}
+		if err := db.Write(context.Background(), pts); err != nil {
+			b.Fatal(err)
+		}
+		where := "head"
+		if flushed {
+			where = "run"
+			if err := db.Flush(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		to := pts[n-1].T + 1
+		b.Run(where+"/Raw", func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				s, err := db.Raw("fast", to-600_000, to, 0)
+				if err != nil || len(s) != 6000 {
+					b.Fatalf("%d samples, %v", len(s), err)
+				}
+			}
+			b.ReportMetric(float64(db.cache.chunks.bytes()), "cached-bytes")
+		})
+		type point struct {
+			t int64
+			v float64
+		}
+		b.Run(where+"/RawFunc", func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				var out []point
+				err := db.RawFunc("fast", to-600_000, to, 0, func(ts []int64, vs []float64, _ []model.Quality) {
+					out = make([]point, len(ts))
+					for k := range out {
+						out[k] = point{ts[k], vs[k]}
+					}
+				})
+				if err != nil || len(out) != 6000 {
+					b.Fatalf("%d samples, %v", len(out), err)
+				}
+			}
+		})
+		db.Close()
 	}
-	b.ReportMetric(float64(db.cache.chunks.bytes()), "cached-bytes")
 }
