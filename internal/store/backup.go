@@ -145,6 +145,10 @@ func (db *DB) backup(ctx context.Context, dest string, link bool) (BackupStats, 
 	locked := time.Now()
 	snap, err := captureDir(db.dir, db.wal.Written)
 	held := time.Since(locked)
+	if err == nil {
+		db.keepReplacedRuns()
+		defer db.removeKeptRuns()
+	}
 	db.flushMu.Unlock()
 	if err != nil {
 		return BackupStats{}, fmt.Errorf("backup: %w", err)
@@ -158,6 +162,33 @@ func (db *DB) backup(ctx context.Context, dest string, link bool) (BackupStats, 
 			"lock_held", st.LockHeld, "took", st.Duration.Round(time.Millisecond))
 	}
 	return st, err
+}
+
+// keepReplacedRuns makes installs keep the names of the runs they
+// replace until removeKeptRuns: a merge or a flush that replaces runs
+// while a backup runs (the merge loop does so as soon as a day has too
+// many) would otherwise remove names the backup is about to hard-link,
+// and it would copy those runs instead, writing them to the disk again.
+// The caller holds flushMu, so no install is half done. A crash meanwhile
+// leaves the kept files unlisted in MANIFEST, and Open removes them.
+func (db *DB) keepReplacedRuns() {
+	db.mu.Lock()
+	db.backups++
+	db.mu.Unlock()
+}
+
+// removeKeptRuns ends keepReplacedRuns; the last backup to end removes
+// the runs kept.
+func (db *DB) removeKeptRuns() {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.backups--; db.backups > 0 {
+		return
+	}
+	for _, path := range db.backupKept {
+		db.fs.Remove(path)
+	}
+	db.backupKept = nil
 }
 
 // BackupDir backs up the data directory dir of a store that no process has

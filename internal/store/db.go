@@ -96,13 +96,18 @@ type DB struct {
 	backupMu       sync.Mutex // one backup at a time: see backup
 	flushMu        sync.Mutex
 	lastCheckpoint uint32
-	version        int           // the MANIFEST format version; raised to formatDeletes by the first delete
-	textReady      atomic.Bool   // version >= formatText: text may be written
-	broken         []string      // unreadable runs, kept listed in the manifest
-	replaying      bool          // set during Open's replay, read by rotate
-	replayFrom     uint32        // the checkpoint replay started from
-	seq            atomic.Uint64 // the last run sequence number handed out
-	nextTxn        atomic.Uint64
+	version        int         // the MANIFEST format version; raised to formatDeletes by the first delete
+	textReady      atomic.Bool // version >= formatText: text may be written
+	broken         []string    // unreadable runs, kept listed in the manifest
+	// backups counts backups between their capture and their end; while
+	// one runs, the runs that installs replace keep their names
+	// (backupKept) so that it can still hard-link them. Guarded by mu.
+	backups    int
+	backupKept []string
+	replaying  bool          // set during Open's replay, read by rotate
+	replayFrom uint32        // the checkpoint replay started from
+	seq        atomic.Uint64 // the last run sequence number handed out
+	nextTxn    atomic.Uint64
 
 	flushReq chan struct{}
 	flushed  chan struct{} // closed and replaced after each flush

@@ -558,7 +558,11 @@ func (db *DB) install(added, replaced map[int64][]*runFile, swap func(), checkpo
 		for _, r := range rs {
 			db.cache.dropRun(r)
 			r.close()
-			db.fs.Remove(r.path)
+			if db.backups > 0 {
+				db.backupKept = append(db.backupKept, r.path) // removed when it ends
+			} else {
+				db.fs.Remove(r.path)
+			}
 		}
 	}
 	db.mu.Unlock()
