@@ -329,6 +329,9 @@ func (r *redundancyPart) standby(s bool) {
 		r.renotify()
 	}
 	r.au.standby(s)
+	if s && r.au.alarms != nil {
+		r.followPeer()
+	}
 }
 
 // mirror stores what the other box publishes to the pair's stream:

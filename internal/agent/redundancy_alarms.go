@@ -70,25 +70,39 @@ func (s *alarmShare) Notify(_ context.Context, ev alarm.Event) error {
 }
 
 // alarmRecords is what this box read of the alarm stream: each alarm's
-// newest transition and the newest one marked delivered. Safe for
-// concurrent use.
+// newest transition (and the box that made it) and the newest one marked
+// delivered. Safe for concurrent use.
 type alarmRecords struct {
 	mu       sync.Mutex
-	latest   map[string]alarm.Event
+	latest   map[string]alarmRecord
 	notified map[string]string // alarm -> idempotency key
 }
 
-func (a *alarmRecords) note(kind string, ev alarm.Event) {
+func (a *alarmRecords) note(kind string, rec alarmRecord) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.latest == nil {
-		a.latest, a.notified = map[string]alarm.Event{}, map[string]string{}
+		a.latest, a.notified = map[string]alarmRecord{}, map[string]string{}
 	}
 	if kind == "notified" {
-		a.notified[ev.Alarm] = alarm.IdempotencyKey(ev)
+		a.notified[rec.Event.Alarm] = alarm.IdempotencyKey(rec.Event)
 	} else {
-		a.latest[ev.Alarm] = ev
+		a.latest[rec.Event.Alarm] = rec
 	}
+}
+
+// fromPeer returns the alarms whose newest transition in the stream was
+// made by a box other than node.
+func (a *alarmRecords) fromPeer(node string) []alarmRecord {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []alarmRecord
+	for _, rec := range a.latest {
+		if rec.Node != node {
+			out = append(out, rec)
+		}
+	}
+	return out
 }
 
 // undelivered returns the newest transitions of the alarms that nobody
@@ -97,8 +111,8 @@ func (a *alarmRecords) undelivered(now time.Time) []alarm.Event {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var out []alarm.Event
-	for name, ev := range a.latest {
-		if a.notified[name] != alarm.IdempotencyKey(ev) && ev.T >= now.Add(-alarmRenotifyWindow).UnixMilli() {
+	for name, rec := range a.latest {
+		if ev := rec.Event; a.notified[name] != alarm.IdempotencyKey(ev) && ev.T >= now.Add(-alarmRenotifyWindow).UnixMilli() {
 			out = append(out, ev)
 		}
 	}
@@ -110,6 +124,17 @@ func (a *alarmRecords) undelivered(now time.Time) []alarm.Event {
 func (r *redundancyPart) renotify() {
 	for _, ev := range r.alarms.undelivered(time.Now()) {
 		r.au.alarms.Renotify(ev)
+	}
+}
+
+// followPeer applies, on a box that has just started to follow, the
+// other box's transitions it read while it still judged: a box that
+// steps down hears the new active box's first transitions while it is
+// still switching over, and the engine takes the other box's states only
+// while it follows. The caller holds applyMu.
+func (r *redundancyPart) followPeer() {
+	for _, rec := range r.alarms.fromPeer(r.cfg.Redundancy.Node) {
+		r.au.alarms.Apply(rec.Event, rec.Node)
 	}
 }
 
@@ -150,7 +175,7 @@ func (r *redundancyPart) shareAlarms(ctx context.Context, nc *nats.Conn) {
 		kind, _, _ := strings.Cut(strings.TrimPrefix(m.Subject(), prefix), ".")
 		r.applyMu.Lock()
 		defer r.applyMu.Unlock()
-		r.alarms.note(kind, rec.Event)
+		r.alarms.note(kind, rec)
 		if kind == "state" && rec.Node != rc.Node {
 			r.au.alarms.Apply(rec.Event, rec.Node)
 		}
