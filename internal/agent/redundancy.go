@@ -309,7 +309,9 @@ func (r *redundancyPart) applyRoles(ctx context.Context) {
 // the active box or judge again. A box taking over first sends again the
 // alarm transitions nobody delivered (see shareAlarms), then judges every
 // alarm on the values it holds: what changed while no box judged is
-// raised or cleared, and notified, then.
+// raised or cleared, and notified, then. A box standing by, once its
+// engine follows, takes the other box's transitions it heard while it
+// still judged (followPeer).
 func (r *redundancyPart) standby(s bool) {
 	if r.reports != nil {
 		r.reports.pause(s)
