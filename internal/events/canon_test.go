@@ -182,7 +182,8 @@ func TestCanonAllocs(t *testing.T) {
 
 // TestRingKeepsRecent adds lines of varied lengths to rings and checks
 // after each that the ring holds the newest lines, unchanged and in
-// order: all of the last n when they fit in half the arena's bound.
+// order: all of the last n when they fit in half the ring's bound, and
+// never more bytes of blocks than the bound.
 func TestRingKeepsRecent(t *testing.T) {
 	for _, n := range []int{1, 3, 10, 100, 1000} {
 		r := newRing(n)
@@ -202,6 +203,9 @@ func TestRingKeepsRecent(t *testing.T) {
 			r.add(line)
 			if len(line) <= r.maxBytes {
 				added = append(added, line)
+			}
+			if r.bytes > r.maxBytes {
+				t.Fatalf("n=%d after %d lines: blocks of %d bytes, bound %d", n, i+1, r.bytes, r.maxBytes)
 			}
 			var got [][]byte
 			r.each(func(l []byte) bool {
@@ -225,9 +229,9 @@ func TestRingKeepsRecent(t *testing.T) {
 				}
 			}
 		}
-		// The arena grows with the lines it must hold, not to its bound.
-		if n == 1000 && len(r.data) > r.maxBytes/2 {
-			t.Errorf("n=%d: arena of %d bytes, bound %d", n, len(r.data), r.maxBytes)
+		// The blocks follow the lines they must hold, not the bound.
+		if n == 1000 && r.bytes > r.maxBytes/2 {
+			t.Errorf("n=%d: blocks of %d bytes, bound %d", n, r.bytes, r.maxBytes)
 		}
 	}
 }
