@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -205,6 +206,7 @@ func (s *soak) stability() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	report, failures := judgeSoak(s.samples, s.plan)
+	report = append(report, spanMedians(s.samples, s.plan)...)
 	for _, l := range report {
 		s.t.Log(l)
 	}
@@ -268,6 +270,53 @@ func judgeSoak(samples []soakSample, p soakPlan) (report, failures []string) {
 	return report, failures
 }
 
+// spanMedians reports the medians of RSS, its anonymous part and the Go
+// heap over the reference span and then over spans that end at every
+// 20 minutes, so that a growth shows where it happens (a fill that ends,
+// a leak that goes on).
+func spanMedians(samples []soakSample, p soakPlan) []string {
+	if len(samples) == 0 {
+		return nil
+	}
+	last := samples[len(samples)-1].t
+	end := last + time.Nanosecond
+	bounds := []time.Duration{p.warm, p.warm + p.ref}
+	for b := 20 * time.Minute; b < last; b += 20 * time.Minute {
+		if b > bounds[len(bounds)-1] {
+			bounds = append(bounds, b)
+		}
+	}
+	bounds = append(bounds, end)
+	median := func(v []float64) float64 {
+		slices.Sort(v)
+		if len(v)%2 == 0 {
+			return (v[len(v)/2-1] + v[len(v)/2]) / 2
+		}
+		return v[len(v)/2]
+	}
+	var lines []string
+	for _, m := range []soakMetric{
+		{"rss MB", func(x soakSample) float64 { return float64(x.rss) / 1e6 }},
+		{"anon MB", func(x soakSample) float64 { return float64(x.rssAnon) / 1e6 }},
+		{"heap MB", func(x soakSample) float64 { return float64(x.heap) / 1e6 }},
+	} {
+		l := fmt.Sprintf("%-8s medians:", m.name)
+		for i := 0; i+1 < len(bounds); i++ {
+			var v []float64
+			for _, x := range samples {
+				if x.t >= bounds[i] && x.t < bounds[i+1] {
+					v = append(v, m.get(x))
+				}
+			}
+			if len(v) > 0 {
+				l += fmt.Sprintf(" %v-%v %.1f;", bounds[i].Round(time.Second), bounds[i+1].Round(time.Second), median(v))
+			}
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
 // TestSoakJudges checks, without running a soak, that its two judges
 // catch what they are for: a counter that skips or repeats a value, and
 // a reading that grows past 10% of its post-warm-up level.
@@ -314,6 +363,15 @@ func TestSoakJudges(t *testing.T) {
 		if _, f := judgeSoak(run(c.fds), p); (len(f) > 0) != c.fail {
 			t.Errorf("%s: failures %q, want failing %v", c.name, f, c.fail)
 		}
+	}
+	// Span medians: an hour sampled every minute, RSS in MB = the minute.
+	var hour []soakSample
+	for m := range 61 {
+		hour = append(hour, soakSample{t: time.Duration(m) * time.Minute, rss: int64(m) * 1e6})
+	}
+	got := spanMedians(hour, newSoakPlan(time.Hour))[0]
+	if want := "rss MB   medians: 5m0s-7m0s 5.5; 7m0s-20m0s 13.0; 20m0s-40m0s 29.5; 40m0s-1h0m0s 50.0;"; got != want {
+		t.Errorf("span medians:\n%s, want\n%s", got, want)
 	}
 }
 
@@ -404,4 +462,67 @@ func (s *soak) cleanup() {
 		}
 		nc.Close()
 	}
+}
+
+// TestSoakJudgeCSV judges a soak's saved samples again, with the rules
+// and span medians of this build, and logs the report:
+//
+//	PITH_SOAK_CSV=DIR/soak.csv PITH_SOAK_MINUTES=60 go test -run '^TestSoakJudgeCSV$' -v ./cmd/pith
+//
+// PITH_SOAK_MINUTES is the run's length, which sets its warm-up.
+func TestSoakJudgeCSV(t *testing.T) {
+	path := os.Getenv("PITH_SOAK_CSV")
+	if path == "" {
+		t.Skip("judges a saved soak.csv again: set PITH_SOAK_CSV to its path")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, err := parseSoakCSV(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := newSoakPlan(soakMinutes(t))
+	report, failures := judgeSoak(samples, plan)
+	for _, l := range append(report, spanMedians(samples, plan)...) {
+		t.Log(l)
+	}
+	for _, l := range failures {
+		t.Log("fails: " + l)
+	}
+}
+
+// parseSoakCSV reads the rows writeOutputs wrote, header first.
+func parseSoakCSV(rows [][]string) ([]soakSample, error) {
+	if len(rows) == 0 || len(rows[0]) != 10 || rows[0][0] != "t_s" {
+		return nil, fmt.Errorf("not a soak.csv: header %q", rows[:min(1, len(rows))])
+	}
+	var out []soakSample
+	for i, r := range rows[1:] {
+		if len(r) != 10 {
+			return nil, fmt.Errorf("row %d: %d fields, want 10", i+2, len(r))
+		}
+		var n [8]int64
+		for j := range n {
+			v, err := strconv.ParseInt(r[j+1], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("row %d: %v", i+2, err)
+			}
+			n[j] = v
+		}
+		sec, err1 := strconv.ParseFloat(r[0], 64)
+		load, err2 := strconv.ParseFloat(r[9], 64)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("row %d: %v", i+2, err)
+		}
+		out = append(out, soakSample{t: time.Duration(sec * float64(time.Second)), rss: n[0], rssAnon: n[1], goroutines: n[2],
+			fds: n[3], writeBytes: n[4], points: n[5], heap: n[6], storeBytes: n[7], load1: load})
+	}
+	return out, nil
 }

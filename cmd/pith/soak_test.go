@@ -98,14 +98,6 @@ func TestSoak(t *testing.T) {
 	if os.Getenv("PITH_LONG") != "1" || testing.Short() {
 		t.Skip("soak test of a real pith serve under load for PITH_SOAK_MINUTES (default 60): set PITH_LONG=1 to run it")
 	}
-	minutes := 60.0
-	if s := os.Getenv("PITH_SOAK_MINUTES"); s != "" {
-		m, err := strconv.ParseFloat(s, 64)
-		if err != nil || m <= 0 {
-			t.Fatalf("PITH_SOAK_MINUTES=%q: want a positive number of minutes", s)
-		}
-		minutes = m
-	}
 	pgURL := testpeer.Env(t, "PITH_TEST_PG", "postgres://postgres@127.0.0.1:5432/test")
 	natsURL := testpeer.Env(t, "PITH_TEST_NATS", "nats://127.0.0.1:4222")
 	mqttAddr := testpeer.Env(t, "PITH_TEST_MQTT", "127.0.0.1:1883")
@@ -121,7 +113,7 @@ func TestSoak(t *testing.T) {
 	} else if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	plan := newSoakPlan(time.Duration(minutes * float64(time.Minute)))
+	plan := newSoakPlan(soakMinutes(t))
 	if v := os.Getenv("PITH_SOAK_HEAD_MAX_AGE"); v == "default" {
 		plan.headMaxAge = 0 // the binary's default
 	} else if v != "" {
@@ -203,6 +195,19 @@ type soakSample struct {
 	writeBytes, points int64   // /proc/PID/io write_bytes; pith.sys.store.points
 	heap, storeBytes   int64   // pith.sys.process.heap_bytes, pith.sys.store.bytes
 	load1              float64 // the host's 1-minute load average
+}
+
+// soakMinutes is the soak's length: PITH_SOAK_MINUTES, 60 by default.
+func soakMinutes(t *testing.T) time.Duration {
+	minutes := 60.0
+	if s := os.Getenv("PITH_SOAK_MINUTES"); s != "" {
+		m, err := strconv.ParseFloat(s, 64)
+		if err != nil || m <= 0 {
+			t.Fatalf("PITH_SOAK_MINUTES=%q: want a positive number of minutes", s)
+		}
+		minutes = m
+	}
+	return time.Duration(minutes * float64(time.Minute))
 }
 
 func (s *soak) fail(format string, args ...any) {
