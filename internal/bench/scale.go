@@ -70,6 +70,7 @@ type ScaleRow struct {
 	BytesPerPoint float64 `json:"bytes_per_point"`
 	PeakRSSBytes  int64   `json:"peak_rss_bytes"`
 	IdleRSSBytes  int64   `json:"idle_rss_bytes"`
+	IdleAnonBytes int64   `json:"idle_anon_bytes"` // the anonymous part of IdleRSSBytes (the rest: the binary and mapped run files)
 	OpenSeconds   float64 `json:"open_s"`
 	Files         int     `json:"files"`
 	LatestAllMs   float64 `json:"latest_all_ms"`
@@ -314,6 +315,7 @@ func (o ScaleOptions) measure(ctx context.Context, work, name string, tags, step
 	defer srv.stop()
 	time.Sleep(time.Second)
 	row.IdleRSSBytes = procStatus(srv.cmd.Process.Pid, "VmRSS")
+	row.IdleAnonBytes = procStatus(srv.cmd.Process.Pid, "RssAnon")
 	from, to := scaleT0, scaleT0+int64(days)*86400000
 	var bad []string
 	lq := timeQuery(srv.addr, benchQuery{Name: "latest", Path: "/api/v1/latest", Check: func(b []byte) error {

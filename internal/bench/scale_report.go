@@ -127,8 +127,8 @@ func writeScaleRow(w io.Writer, t ScaleRow, mb func(int64) string, ms func(float
 	if t.Checked != "" {
 		note = " (wrong answer: " + t.Checked + ")"
 	}
-	fmt.Fprintf(w, "| %s%s | %d | %.0f | %.2f | %s | %s | %.2f s | %d | %s | %s | %s |\n",
-		t.Name, note, t.Points, t.PointsPerSec, t.BytesPerPoint, mb(t.PeakRSSBytes), mb(t.IdleRSSBytes), t.OpenSeconds, t.Files,
+	fmt.Fprintf(w, "| %s%s | %d | %.0f | %.2f | %s | %s (anon %s) | %.2f s | %d | %s | %s | %s |\n",
+		t.Name, note, t.Points, t.PointsPerSec, t.BytesPerPoint, mb(t.PeakRSSBytes), mb(t.IdleRSSBytes), mb(t.IdleAnonBytes), t.OpenSeconds, t.Files,
 		ms(t.LatestAllMs), ms(t.MeanMs), ms(t.RawHourMs))
 }
 

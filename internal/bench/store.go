@@ -84,9 +84,15 @@ func startServer(exe, dir, durability string, prof Profile) (*server, error) {
 	}
 	s := &server{cmd: cmd, addr: addr, dir: dir}
 	for i := 0; i < 600; i++ {
-		if r, err := http.Get("http://" + addr + "/api/v1/tags"); err == nil {
+		// The probe is /-/ready, which answers 200 once the store is open
+		// and costs nothing: a probe that listed every tag left the
+		// garbage of its answer in the idle RSS measured next (7 MB more
+		// 1 s after start for 20,000 tags).
+		if r, err := http.Get("http://" + addr + "/-/ready"); err == nil {
 			r.Body.Close()
-			return s, nil
+			if r.StatusCode == http.StatusOK {
+				return s, nil
+			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
