@@ -31,12 +31,21 @@ func readFile(fs vfs.FS, path string) ([]byte, error) {
 // writeFileAtomic writes data so that path holds either its old or its new
 // contents after a crash: tmp file, fsync, rename, fsync of the directory.
 func writeFileAtomic(fs vfs.FS, path string, data []byte) error {
+	return writeFileAtomicFunc(fs, path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeFileAtomicFunc is writeFileAtomic for contents that write writes,
+// so that a large file need not be held in memory whole.
+func writeFileAtomicFunc(fs vfs.FS, path string, write func(io.Writer) error) error {
 	tmp := path + ".tmp"
 	f, err := fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		fs.Remove(tmp) // a full disk must not keep a partial copy
 		return err

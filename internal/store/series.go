@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 
 	"github.com/pith-historian/pith/internal/crc32c"
 	"github.com/pith-historian/pith/internal/model"
@@ -166,31 +168,27 @@ func (s *seriesTable) save(fs vfs.FS, dir string) error {
 		s.mu.RUnlock()
 		return nil
 	}
-	withLabels := false
+	// The names are written as they are encoded, through a small buffer:
+	// the file of 100,000 tags is 2 MB, and building it whole at every
+	// save (each second in which new tags appeared) left twice that in
+	// garbage, which the collector let RSS grow by. Names are never
+	// changed once appended, so the slice is read after the lock; labels
+	// are replaced in place, so theirs are copied (only when any exist).
+	names := s.names[:n:n]
+	var labels []model.Labels
 	for _, ls := range s.labels[:n] {
 		if len(ls) > 0 {
-			withLabels = true
+			labels = slices.Clone(s.labels[:n])
 			break
 		}
 	}
-	buf := []byte(seriesFileMagic)
-	if withLabels {
-		buf = []byte(seriesFileMagicV2)
-	}
-	buf = binary.AppendUvarint(buf, uint64(n))
-	for i, name := range s.names[:n] {
-		buf = binary.AppendUvarint(buf, uint64(len(name)))
-		buf = append(buf, name...)
-		if withLabels {
-			buf = appendLabels(buf, s.labels[i])
-		}
-	}
 	s.mu.RUnlock()
-	buf = binary.LittleEndian.AppendUint32(buf, crc32c.Checksum(buf))
 	// Two copies, written one after the other: ids cannot be guessed, so
 	// one damaged byte must not make every run unreadable.
 	for _, name := range seriesFiles {
-		if err := writeFileAtomic(fs, filepath.Join(dir, name), buf); err != nil {
+		if err := writeFileAtomicFunc(fs, filepath.Join(dir, name), func(w io.Writer) error {
+			return writeSeriesFile(w, names, labels)
+		}); err != nil {
 			return fmt.Errorf("save series: %w", err)
 		}
 	}
@@ -203,6 +201,43 @@ func (s *seriesTable) save(fs vfs.FS, dir string) error {
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// writeSeriesFile writes the series file of names (and of their labels,
+// when labels is not nil: version 2) to w.
+func writeSeriesFile(w io.Writer, names []string, labels []model.Labels) error {
+	const flushAt = 60 << 10
+	buf := make([]byte, 0, flushAt+4<<10)
+	sum := crc32c.New()
+	flush := func() error {
+		sum.Write(buf)
+		_, err := w.Write(buf)
+		buf = buf[:0]
+		return err
+	}
+	if labels != nil {
+		buf = append(buf, seriesFileMagicV2...)
+	} else {
+		buf = append(buf, seriesFileMagic...)
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(names)))
+	for i, name := range names {
+		buf = binary.AppendUvarint(buf, uint64(len(name)))
+		buf = append(buf, name...)
+		if labels != nil {
+			buf = appendLabels(buf, labels[i])
+		}
+		if len(buf) >= flushAt {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	_, err := w.Write(binary.LittleEndian.AppendUint32(buf, sum.Sum32()))
+	return err
 }
 
 // seriesFiles are the series file and its copy.

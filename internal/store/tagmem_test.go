@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pith-historian/pith/internal/model"
+	"github.com/pith-historian/pith/internal/store/vfs"
 )
 
 // buildTagStore writes tags series at one value a minute for days days
@@ -206,5 +207,25 @@ func TestDroppedIndexesAnswerTheSame(t *testing.T) {
 	}
 	if _, err := db.Latest(names[1]); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkSeriesSave saves the series file of 100,000 tags, as the
+// maintenance loop does each second in which new tags appeared: the
+// allocation per save (B/op) is garbage the collector lets RSS grow by.
+func BenchmarkSeriesSave(b *testing.B) {
+	s := newSeriesTable()
+	s.mu.Lock()
+	for i := range 100_000 {
+		s.getOrCreateLocked([]byte("site/area" + strconv.Itoa(i%100) + "/tag" + strconv.Itoa(i)))
+	}
+	s.mu.Unlock()
+	dir := b.TempDir()
+	b.ReportAllocs()
+	for b.Loop() {
+		s.saved = 0 // a new tag appeared
+		if err := s.save(vfs.OS{}, dir); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
