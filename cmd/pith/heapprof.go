@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -22,6 +23,7 @@ import (
 // where resident memory goes besides live objects (free and unreleased
 // heap pages, stacks, the runtime's own structures).
 func init() {
+	cpuProfile()
 	dir := os.Getenv("PITH_HEAP_PROFILE_DIR")
 	if dir == "" {
 		return
@@ -81,4 +83,41 @@ func writeRuntimeMetrics(name string) {
 	if err := os.WriteFile(name, []byte(b.String()), 0o644); err != nil {
 		fmt.Fprintf(os.Stderr, "runtime metrics: %v\n", err)
 	}
+}
+
+// cpuProfile, with PITH_CPU_PROFILE_DIR set, writes a CPU profile of the
+// first PITH_CPU_PROFILE_SECONDS (default 60) there as cpu-PID.pb.gz: the
+// process's pid names it, so that a `pith bench` and the servers it starts
+// each write their own.
+func cpuProfile() {
+	dir := os.Getenv("PITH_CPU_PROFILE_DIR")
+	if dir == "" {
+		return
+	}
+	secs := 60
+	if s := os.Getenv("PITH_CPU_PROFILE_SECONDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "PITH_CPU_PROFILE_SECONDS=%q: want a positive number\n", s)
+			os.Exit(2)
+		}
+		secs = n
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "cpu profile: %v\n", err)
+		os.Exit(2)
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%d.pb.gz", os.Getpid())))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cpu profile: %v\n", err)
+		os.Exit(2)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintf(os.Stderr, "cpu profile: %v\n", err)
+		os.Exit(2)
+	}
+	time.AfterFunc(time.Duration(secs)*time.Second, func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	})
 }
