@@ -253,21 +253,29 @@ func runBenchScale(args []string) error {
 	o.WorkDir, o.Out = *work, os.Stderr
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// The plots' directory is made before the run, and the report printed
+	// before the plots are written: a run takes up to hours, and a bad
+	// --svg must not lose it.
+	if *svg != "" {
+		if err := os.MkdirAll(*svg, 0o755); err != nil {
+			return fmt.Errorf("--svg: %w", err)
+		}
+	}
 	res, err := bench.RunScale(ctx, o)
 	if err != nil {
 		return err
-	}
-	if *svg != "" {
-		names, err := res.WritePlots(*svg, "")
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "plots: %s\n", strings.Join(names, ", "))
 	}
 	if *asJSON {
 		err = writeJSON(res)
 	} else {
 		res.WriteMarkdown(os.Stdout)
+	}
+	if *svg != "" {
+		names, perr := res.WritePlots(*svg, "")
+		if perr != nil {
+			return perr
+		}
+		fmt.Fprintf(os.Stderr, "plots: %s\n", strings.Join(names, ", "))
 	}
 	if w := res.Wrong(); w != "" {
 		return errors.New("bench scale: wrong answers: " + w)
