@@ -24,22 +24,10 @@ import (
 // heap pages, stacks, the runtime's own structures).
 func init() {
 	cpuProfile()
-	dir := os.Getenv("PITH_HEAP_PROFILE_DIR")
+	dir, every := profileEnv("heap profiles", "PITH_HEAP_PROFILE_DIR", "PITH_HEAP_PROFILE_EVERY", 30*time.Second,
+		"a positive duration", time.ParseDuration)
 	if dir == "" {
 		return
-	}
-	every := 30 * time.Second
-	if s := os.Getenv("PITH_HEAP_PROFILE_EVERY"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			fmt.Fprintf(os.Stderr, "PITH_HEAP_PROFILE_EVERY=%q: want a positive duration\n", s)
-			os.Exit(2)
-		}
-		every = d
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		fmt.Fprintf(os.Stderr, "heap profiles: %v\n", err)
-		os.Exit(2)
 	}
 	// One sample per 64 KiB allocated rather than per 512 KiB: growth of
 	// a megabyte over an hour shows by its allocation site.
@@ -90,34 +78,51 @@ func writeRuntimeMetrics(name string) {
 // process's pid names it, so that a `pith bench` and the servers it starts
 // each write their own.
 func cpuProfile() {
-	dir := os.Getenv("PITH_CPU_PROFILE_DIR")
+	dir, secs := profileEnv("cpu profile", "PITH_CPU_PROFILE_DIR", "PITH_CPU_PROFILE_SECONDS", 60*time.Second,
+		"a positive number", func(s string) (time.Duration, error) {
+			n, err := strconv.Atoi(s)
+			return time.Duration(n) * time.Second, err
+		})
 	if dir == "" {
 		return
 	}
-	secs := 60
-	if s := os.Getenv("PITH_CPU_PROFILE_SECONDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 {
-			fmt.Fprintf(os.Stderr, "PITH_CPU_PROFILE_SECONDS=%q: want a positive number\n", s)
-			os.Exit(2)
-		}
-		secs = n
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		fmt.Fprintf(os.Stderr, "cpu profile: %v\n", err)
-		os.Exit(2)
-	}
 	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%d.pb.gz", os.Getpid())))
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "cpu profile: %v\n", err)
-		os.Exit(2)
+		profileFail("cpu profile: %v", err)
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		fmt.Fprintf(os.Stderr, "cpu profile: %v\n", err)
-		os.Exit(2)
-	}
-	time.AfterFunc(time.Duration(secs)*time.Second, func() {
+	time.AfterFunc(secs, func() {
 		pprof.StopCPUProfile()
 		f.Close()
 	})
+}
+
+// profileEnv reads a profile's directory from dirVar ("" when unset, and
+// nothing else is read) and its period from periodVar (def when unset),
+// and makes the directory; a bad period or directory ends the process.
+func profileEnv(what, dirVar, periodVar string, def time.Duration, want string, parse func(string) (time.Duration, error)) (string, time.Duration) {
+	dir := os.Getenv(dirVar)
+	if dir == "" {
+		return "", 0
+	}
+	period := def
+	if s := os.Getenv(periodVar); s != "" {
+		d, err := parse(s)
+		if err != nil || d <= 0 {
+			profileFail("%s=%q: want %s", periodVar, s, want)
+		}
+		period = d
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		profileFail("%s: %v", what, err)
+	}
+	return dir, period
+}
+
+// profileFail reports a profiler's bad setting and ends the process.
+func profileFail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+	os.Exit(2)
 }
