@@ -170,8 +170,8 @@ func (s *seriesTable) save(fs vfs.FS, dir string) error {
 	}
 	// The names are written as they are encoded, through a small buffer:
 	// the file of 100,000 tags is 2 MB, and building it whole at every
-	// save (each second in which new tags appeared) left twice that in
-	// garbage, which the collector let RSS grow by. Names are never
+	// save (each second in which new tags appeared) left five times that
+	// in garbage (the slice's growth), which the collector let RSS grow by. Names are never
 	// changed once appended, so the slice is read after the lock; labels
 	// are replaced in place, so theirs are copied (only when any exist).
 	names := s.names[:n:n]
@@ -233,9 +233,7 @@ func writeSeriesFile(w io.Writer, names []string, labels []model.Labels) error {
 			}
 		}
 	}
-	if err := flush(); err != nil {
-		return err
-	}
+	sum.Write(buf)
 	_, err := w.Write(binary.LittleEndian.AppendUint32(buf, sum.Sum32()))
 	return err
 }
