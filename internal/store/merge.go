@@ -63,7 +63,8 @@ func (db *DB) mergeRuns(p int64, runs []*runFile, dropRaw bool, abort <-chan str
 // else from a first pass that counts what the merge keeps.
 func (db *DB) mergeStream(rw *runWriter, m *merger, id uint32, dropRaw bool) {
 	n, minT, maxT := 0, int64(math.MaxInt64), int64(math.MinInt64)
-	if m.disjoint() {
+	disjoint := m.disjoint()
+	if disjoint {
 		for _, it := range m.its {
 			n += int(it.rs.n)
 			minT, maxT = min(minT, it.rs.minT), max(maxT, it.rs.maxT)
@@ -81,7 +82,11 @@ func (db *DB) mergeStream(rw *runWriter, m *merger, id uint32, dropRaw bool) {
 	if n == 0 {
 		return
 	}
-	w := rw.beginSeries(id, finestTier(n, minT, maxT), dropRaw)
+	fine := finestTier(n, minT, maxT)
+	if !dropRaw && disjoint && db.copySeries(rw, m, id, fine) {
+		return
+	}
+	w := rw.beginSeries(id, fine, dropRaw)
 	m.each(db, func(ts []int64, vs []float64, qs []uint8) { pushSamples(w, ts, vs, qs) })
 	w.finish()
 }

@@ -41,6 +41,10 @@ func (it *chunkIter) ready(db *DB, report bool) bool {
 type merger struct {
 	its  []chunkIter
 	text bool // the series is text in one of the runs
+	// scratch of copySeries
+	refs  []seriesRef
+	d     decodedChunk
+	tiers tierScratch
 }
 
 // reset starts the merge of series id of runs, keeping the buffers.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"math"
+	"slices"
 
 	"github.com/pith-historian/pith/internal/model"
 
@@ -243,13 +244,31 @@ func appendTier(dst []byte, partStart, width int64, cells []cell, scratchI []int
 
 // decodeTier is the inverse of appendTier for n cells.
 func decodeTier(src []byte, n int, partStart, width int64) ([]cell, error) {
-	ints := make([]int64, 0, n)
+	var sc tierScratch
+	return sc.decode(src, n, partStart, width)
+}
+
+// tierScratch holds the arrays of decoded tiers for a caller that decodes
+// many, one at a time: a merge copying chunks decodes the finest tier of
+// every series of every run.
+type tierScratch struct {
+	cells []cell
+	ints  []int64
+	fl    []float64
+}
+
+// decode is decodeTier into the scratch arrays: the cells are valid until
+// the next call.
+func (sc *tierScratch) decode(src []byte, n int, partStart, width int64) ([]cell, error) {
+	ints := slices.Grow(sc.ints[:0], n)
 	var err error
 	ints, src, err = chunkenc.DecodeInts(ints, src, n)
+	sc.ints = ints
 	if err != nil {
 		return nil, err
 	}
-	cells := make([]cell, n)
+	cells := slices.Grow(sc.cells[:0], n)[:n]
+	sc.cells = cells
 	for i := range cells {
 		cells[i].start = partStart + ints[i]*width
 		cells[i].firstK, cells[i].lastK = cells[i].start, cells[i].start
@@ -261,9 +280,10 @@ func decodeTier(src []byte, n int, partStart, width int64) ([]cell, error) {
 	for i := range cells {
 		cells[i].n = ints[i]
 	}
-	fl := make([]float64, 0, n)
+	fl := slices.Grow(sc.fl[:0], n)
 	for col := 0; col < 5; col++ {
 		fl, src, err = chunkenc.DecodeFloats(fl[:0], src, n)
+		sc.fl = fl
 		if err != nil {
 			return nil, err
 		}

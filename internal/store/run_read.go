@@ -522,12 +522,18 @@ func (r *runFile) decodeChunk(c *chunkRef, d *decodedChunk) error {
 }
 
 func (r *runFile) decodeTier(s *runSeries, level int) ([]cell, error) {
+	var sc tierScratch
+	return r.decodeTierInto(&sc, s, level)
+}
+
+// decodeTierInto is decodeTier into the arrays of sc.
+func (r *runFile) decodeTierInto(sc *tierScratch, s *runSeries, level int) ([]cell, error) {
 	t := s.tier(level)
 	p, err := r.block(t.blockRef)
 	if err != nil {
 		return nil, err
 	}
-	cells, err := decodeTier(p, int(t.n), r.part*partitionMs, tierWidth[level])
+	cells, err := sc.decode(p, int(t.n), r.part*partitionMs, tierWidth[level])
 	if err != nil {
 		return nil, &CorruptionError{File: r.path, Offset: int64(t.off), Err: err}
 	}

@@ -79,9 +79,14 @@ func pushSamples[Q ~uint8](w *seriesWriter, ts []int64, vs []float64, qs []Q) {
 			w.cells[len(w.cells)-1].addSample(t, vs[i])
 		}
 	}
-	if w.dropRaw {
-		return
+	if !w.dropRaw {
+		pendSamples(w, ts, vs, qs)
 	}
+}
+
+// pendSamples adds samples after those pending to the chunks to write,
+// writing the chunks whose end is decided.
+func pendSamples[Q ~uint8](w *seriesWriter, ts []int64, vs []float64, qs []Q) {
 	if len(w.pts) == 0 {
 		// Chunks whose end is decided are cut from the piece itself.
 		i := w.cut(ts, vs, qs, false)
