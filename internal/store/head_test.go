@@ -83,14 +83,14 @@ func TestHeadBlocksModel(t *testing.T) {
 
 // openHeadDB opens a store in a temporary directory whose head is flushed
 // only by the test (an hour's age), relaxed so that writes are quick.
-func openHeadDB(t *testing.T) *DB {
-	t.Helper()
+func openHeadDB(tb testing.TB) *DB {
+	tb.Helper()
 	opts := DefaultOptions()
 	opts.Durability = DurabilityRelaxed
 	opts.HeadMaxAge = time.Hour
-	db, err := Open(t.TempDir(), opts)
+	db, err := Open(tb.TempDir(), opts)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return db
 }

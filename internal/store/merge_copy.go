@@ -2,7 +2,6 @@ package store
 
 import (
 	"cmp"
-	"encoding/binary"
 	"slices"
 
 	"github.com/pith-historian/pith/internal/store/chunkenc"
@@ -114,25 +113,9 @@ func (db *DB) copySeries(rw *runWriter, m *merger, id uint32, fine uint8) bool {
 				pendSamples(w, m.d.ts, m.d.vs, m.d.qs)
 				continue
 			}
-			if len(w.pts) > 0 {
-				w.cut(w.pts, w.pvs, w.pqs, true)
-				w.pts, w.pvs, w.pqs = w.pts[:0], w.pvs[:0], w.pqs[:0]
-			}
 			w.copyChunk(x.r, c)
 		}
 	}
 	w.finish()
 	return true
-}
-
-// copyChunk writes chunk c of run r to the series as it is: its payload
-// holds its times relative to its first, so it reads the same anywhere.
-func (w *seriesWriter) copyChunk(r *runFile, c *chunkRef) {
-	w.rw.write(r.data[c.off : c.off+c.len])
-	w.chunks = binary.AppendVarint(w.chunks, c.minT-w.prevEnd)
-	w.chunks = binary.AppendVarint(w.chunks, c.maxT-c.minT)
-	w.chunks = binary.AppendUvarint(w.chunks, uint64(c.n))
-	w.chunks = binary.AppendUvarint(w.chunks, uint64(c.len))
-	w.prevEnd = c.maxT
-	w.nChunks++
 }

@@ -4,65 +4,48 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/pith-historian/pith/internal/model"
-	"github.com/pith-historian/pith/internal/store/vfs"
-	"slices"
 )
 
 // importDayRuns writes the runs a bulk import in time order leaves in one
-// day: tags at one value a minute, a run every 200 minutes (as `pith
-// bench scale` posts 100,000 tags), so that the runs meet inside 3-hour
-// cells. It returns them oldest first.
+// day: tags at one value a minute, a run every perRun minutes (200 as
+// `pith bench scale` posts 100,000 tags, 48 as the bulk path spills
+// them), so that the runs meet inside 3-hour cells. It returns them
+// oldest first.
 func importDayRuns(tb testing.TB, db *DB, p int64, tags, perRun int) []*runFile {
 	tb.Helper()
 	var runs []*runFile
-	in := runInput{}
 	for m0 := 0; m0 < 1440; m0 += perRun {
-		rw, err := createRun(db.fs, filepath.Join(db.dir, "runs"), p, db.allocSeq(), false)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for id := 0; id < tags; id++ {
+		series := make([]runInput, tags)
+		for id := range series {
+			in := &series[id]
 			in.id = uint32(id)
-			in.ts, in.vs, in.qs = in.ts[:0], in.vs[:0], in.qs[:0]
 			for m := m0; m < min(m0+perRun, 1440); m++ {
 				in.ts = append(in.ts, p*partitionMs+int64(m)*60_000)
 				in.vs = append(in.vs, float64((id*7+m)%977)/10)
 				in.qs = append(in.qs, model.QualityGood)
 			}
-			rw.add(&in, false)
 		}
-		path, err := rw.finish(false)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		r, err := db.openWritten(path)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		runs = append(runs, r)
+		runs = append(runs, writeTestRun(tb, db, p, series))
 	}
 	return runs
 }
 
-// BenchmarkMergeDay merges the 8 runs a bulk import leaves in a day of
-// tags at one value a minute into one, as the merge loop does once the
-// day is quiet:
+// BenchmarkMergeDay merges the runs a bulk import leaves in a day of
+// tags at one value a minute (8 of 200 minutes, whose chunks are copied,
+// or 30 of 48, whose chunks are too small to copy) into one, as the merge
+// loop does once the day is quiet:
 //
 //	go test -run '^$' -bench MergeDay -count 5 ./internal/store
 func BenchmarkMergeDay(b *testing.B) {
 	for _, perRun := range []int{48, 200} {
 		const tags = 10_000
 		b.Run(strconv.Itoa(perRun)+"min", func(b *testing.B) {
-			opts := DefaultOptions()
-			opts.Durability = DurabilityRelaxed
-			db, err := Open(b.TempDir(), opts)
-			if err != nil {
-				b.Fatal(err)
-			}
+			db := openHeadDB(b)
 			defer db.Close()
 			p := int64(20_000)
 			runs := importDayRuns(b, db, p, tags, perRun)
@@ -74,7 +57,7 @@ func BenchmarkMergeDay(b *testing.B) {
 					b.Fatal(err)
 				}
 				m.close()
-				vfs.OS{}.Remove(m.path)
+				db.fs.Remove(m.path)
 			}
 			b.ReportMetric(float64(tags*1440*b.N)/b.Elapsed().Seconds(), "samples/s")
 		})
@@ -83,22 +66,22 @@ func BenchmarkMergeDay(b *testing.B) {
 
 // writeTestRun writes series (ids increasing) as one run of day p and
 // opens it.
-func writeTestRun(t *testing.T, db *DB, p int64, series []runInput) *runFile {
-	t.Helper()
+func writeTestRun(tb testing.TB, db *DB, p int64, series []runInput) *runFile {
+	tb.Helper()
 	rw, err := createRun(db.fs, filepath.Join(db.dir, "runs"), p, db.allocSeq(), false)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	for i := range series {
 		rw.add(&series[i], false)
 	}
 	path, err := rw.finish(false)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	r, err := db.openWritten(path)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return r
 }
@@ -111,12 +94,7 @@ func writeTestRun(t *testing.T, db *DB, p int64, series []runInput) *runFile {
 // the runs meet (inside cells or not) and in which order they were
 // written. It also checks that chunks were copied, not all encoded again.
 func TestMergeCopyModel(t *testing.T) {
-	opts := DefaultOptions()
-	opts.Durability = DurabilityRelaxed
-	db, err := Open(t.TempDir(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openHeadDB(t)
 	defer db.Close()
 	p := int64(20_000)
 	day := p * partitionMs
@@ -203,8 +181,8 @@ func TestMergeCopyModel(t *testing.T) {
 }
 
 // compareMergedSeries checks series gs of merged run got against ws of a
-// run written from the same samples at once.
-// Sums must be equal when exact (decimal data).
+// run written from the same samples at once; with exact (decimal data)
+// sums must be equal too, else within rounding.
 func compareMergedSeries(t *testing.T, where string, got *runFile, gs *runSeries, want *runFile, ws *runSeries, exact bool) {
 	t.Helper()
 	sumOK := func(a, b float64) bool {

@@ -242,12 +242,6 @@ func appendTier(dst []byte, partStart, width int64, cells []cell, scratchI []int
 	return dst
 }
 
-// decodeTier is the inverse of appendTier for n cells.
-func decodeTier(src []byte, n int, partStart, width int64) ([]cell, error) {
-	var sc tierScratch
-	return sc.decode(src, n, partStart, width)
-}
-
 // tierScratch holds the arrays of decoded tiers for a caller that decodes
 // many, one at a time: a merge copying chunks decodes the finest tier of
 // every series of every run.
@@ -257,8 +251,8 @@ type tierScratch struct {
 	fl    []float64
 }
 
-// decode is decodeTier into the scratch arrays: the cells are valid until
-// the next call.
+// decode is the inverse of appendTier for n cells, into the scratch
+// arrays: the cells are valid until the next call.
 func (sc *tierScratch) decode(src []byte, n int, partStart, width int64) ([]cell, error) {
 	ints := slices.Grow(sc.ints[:0], n)
 	var err error

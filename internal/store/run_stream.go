@@ -173,14 +173,37 @@ func (w *seriesWriter) writeChunk(ts []int64, vs []float64, qs any, i, j int) {
 	}
 	rw.buf = chunkenc.AppendQualities(rw.buf, rw.qbuf)
 	_, l := rw.block(rw.buf)
-	// Chunks are contiguous: only lengths are stored, and times as
-	// deltas, which the index's compression shrinks further.
-	w.chunks = binary.AppendVarint(w.chunks, ts[0]-w.prevEnd)
-	w.chunks = binary.AppendVarint(w.chunks, ts[len(ts)-1]-ts[0])
-	w.chunks = binary.AppendUvarint(w.chunks, uint64(len(ts)))
-	w.chunks = binary.AppendUvarint(w.chunks, l)
-	w.prevEnd = ts[len(ts)-1]
+	w.addChunkRef(ts[0], ts[len(ts)-1], len(ts), l)
+}
+
+// copyChunk writes chunk c of run r to the series as it is, checksum
+// included: its payload holds its times relative to its first, so it
+// reads the same anywhere. Pending samples are written first.
+func (w *seriesWriter) copyChunk(r *runFile, c *chunkRef) {
+	w.writePending()
+	w.rw.write(r.data[c.off : c.off+c.len])
+	w.addChunkRef(c.minT, c.maxT, int(c.n), uint64(c.len))
+}
+
+// addChunkRef adds the index reference of the chunk just written.
+// Chunks are contiguous: only lengths are stored, and times as deltas,
+// which the index's compression shrinks further.
+func (w *seriesWriter) addChunkRef(minT, maxT int64, n int, blockLen uint64) {
+	w.chunks = binary.AppendVarint(w.chunks, minT-w.prevEnd)
+	w.chunks = binary.AppendVarint(w.chunks, maxT-minT)
+	w.chunks = binary.AppendUvarint(w.chunks, uint64(n))
+	w.chunks = binary.AppendUvarint(w.chunks, blockLen)
+	w.prevEnd = maxT
 	w.nChunks++
+}
+
+// writePending writes the pending samples as chunks, the last one
+// ending with them.
+func (w *seriesWriter) writePending() {
+	if len(w.pts) > 0 {
+		w.cut(w.pts, w.pvs, w.pqs, true)
+		w.pts, w.pvs, w.pqs = w.pts[:0], w.pvs[:0], w.pqs[:0]
+	}
 }
 
 // finish writes the last chunks and the tiers and adds the series to the
@@ -191,7 +214,7 @@ func (w *seriesWriter) finish() {
 	}
 	rw := w.rw
 	if !w.dropRaw {
-		w.cut(w.pts, w.pvs, w.pqs, true)
+		w.writePending()
 	}
 	if w.decimal {
 		w.total.sum = roundDecimal(w.total.sum, w.exp)
