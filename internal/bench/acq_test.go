@@ -22,7 +22,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -40,12 +39,6 @@ func acqRounds() int {
 		return n
 	}
 	return 3
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 func runAcqB(b *testing.B, ab AcqOptions) AcqResult {

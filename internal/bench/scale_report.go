@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -96,10 +97,10 @@ func (r *ScaleResult) WriteMarkdown(w io.Writer) {
 	if len(r.Tags) > 0 {
 		fmt.Fprintln(w, "**Tags** (1 value/min per tag):")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| store | points | import points/s | bytes/point | peak RSS | idle RSS | open | files | latest of all tags | one tag, 1000-bucket mean | raw hour |")
-		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+		fmt.Fprintln(w, "| store | points | import points/s | import time against the first size | bytes/point | peak RSS | idle RSS | open | files | latest of all tags | one tag, 1000-bucket mean | raw hour |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 		for _, t := range r.Tags {
-			writeScaleRow(w, t, mb, ms)
+			writeScaleRow(w, t, fmt.Sprintf(" %.2fx |", r.Tags[0].PointsPerSec/t.PointsPerSec), mb, ms)
 		}
 		fmt.Fprintln(w)
 	}
@@ -109,7 +110,7 @@ func (r *ScaleResult) WriteMarkdown(w io.Writer) {
 		fmt.Fprintln(w, "| store | points | import points/s | bytes/point | peak RSS | idle RSS | open | files | latest of all tags | one tag, 1000-bucket mean over the span | raw hour |")
 		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 		for _, t := range r.History {
-			writeScaleRow(w, t, mb, ms)
+			writeScaleRow(w, t, "", mb, ms)
 		}
 		fmt.Fprintln(w)
 	}
@@ -122,13 +123,20 @@ func (r *ScaleResult) WriteMarkdown(w io.Writer) {
 	}
 }
 
-func writeScaleRow(w io.Writer, t ScaleRow, mb func(int64) string, ms func(float64) string) {
+// writeScaleRow writes one row; ratio is an extra cell after the import
+// rate (with its closing bar), or empty. A rate that is the median of
+// several imports is followed by their range.
+func writeScaleRow(w io.Writer, t ScaleRow, ratio string, mb func(int64) string, ms func(float64) string) {
 	note := ""
 	if t.Checked != "" {
 		note = " (wrong answer: " + t.Checked + ")"
 	}
-	fmt.Fprintf(w, "| %s%s | %d | %.0f | %.2f | %s | %s (anon %s) | %.2f s | %d | %s | %s | %s |\n",
-		t.Name, note, t.Points, t.PointsPerSec, t.BytesPerPoint, mb(t.PeakRSSBytes), mb(t.IdleRSSBytes), mb(t.IdleAnonBytes), t.OpenSeconds, t.Files,
+	rate := fmt.Sprintf("%.0f", t.PointsPerSec)
+	if len(t.ImportRates) > 1 {
+		rate += fmt.Sprintf(" (median of %d: %.0f-%.0f)", len(t.ImportRates), slices.Min(t.ImportRates), slices.Max(t.ImportRates))
+	}
+	fmt.Fprintf(w, "| %s%s | %d | %s |%s %.2f | %s | %s (anon %s) | %.2f s | %d | %s | %s | %s |\n",
+		t.Name, note, t.Points, rate, ratio, t.BytesPerPoint, mb(t.PeakRSSBytes), mb(t.IdleRSSBytes), mb(t.IdleAnonBytes), t.OpenSeconds, t.Files,
 		ms(t.LatestAllMs), ms(t.MeanMs), ms(t.RawHourMs))
 }
 

@@ -94,3 +94,29 @@ func TestProfileCommand(t *testing.T) {
 		t.Fatalf("default profile changed the command: %q %q", d.Args, d.Env)
 	}
 }
+
+// TestScaleImportMedian: a row's rate is the median of its imports, and the
+// Tags table gives each size's import time against the first size's.
+func TestScaleImportMedian(t *testing.T) {
+	if got := median([]float64{3, 1, 2}); got != 2 {
+		t.Fatalf("median of 3: %v", got)
+	}
+	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
+		t.Fatalf("median of 4: %v", got)
+	}
+	if !math.IsNaN(median(nil)) {
+		t.Fatal("median of nothing is not NaN")
+	}
+	r := &ScaleResult{Profile: "p", Tags: []ScaleRow{
+		{Name: "a", Tags: 100, PointsPerSec: 4e6, ImportRates: []float64{3e6, 4e6, 5e6}},
+		{Name: "b", Tags: 1000, PointsPerSec: 2e6, ImportRates: []float64{2e6}},
+	}}
+	var b bytes.Buffer
+	r.WriteMarkdown(&b)
+	out := b.String()
+	for _, want := range []string{"| a | 0 | 4000000 (median of 3: 3000000-5000000) | 1.00x |", "| b | 0 | 2000000 | 2.00x |"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("no %q in\n%s", want, out)
+		}
+	}
+}
