@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -149,4 +152,74 @@ func waitStored(t *testing.T, db *store.DB, name string, ts int64) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	t.Fatalf("%s never reached the store at %d", name, ts)
+}
+
+// TestLatestAllModel: latest of every tag, over a real store (which lists
+// tags in the order they were created) and a table of current values,
+// equals a naive model (a map and a sort) while tags are added between
+// reads, so the kept order of the store's tags is both reused and found
+// stale.
+func TestLatestAllModel(t *testing.T) {
+	sopts := store.DefaultOptions()
+	sopts.Logger = slog.New(slog.DiscardHandler)
+	db, err := store.Open(t.TempDir(), sopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	cur := &fakeCurrent{}
+	opts := DefaultOptions()
+	opts.Current = cur
+	srv := NewServer(WrapDB(db), opts, nil)
+	stored := map[string]store.Latest{}
+	for round := range 30 {
+		var pts []model.Point
+		for range rng.IntN(3) * rng.IntN(20) { // some rounds add nothing
+			p := model.Point{Tag: fmt.Sprintf("t%d.x", rng.IntN(200)), T: int64(1000 + round), V: float64(rng.IntN(100))}
+			pts = append(pts, p)
+			stored[p.Tag] = store.Latest{Tag: p.Tag, Sample: model.Sample{T: p.T, V: p.V}}
+		}
+		if len(pts) > 0 {
+			if err := db.Write(context.Background(), pts); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cur.vals = cur.vals[:0]
+		for k := range 250 {
+			if rng.IntN(4) == 0 {
+				v := tag.Value{Tag: fmt.Sprintf("t%d.x", k), T: int64(5000 + k), V: float64(k), Q: model.QualityGood, Has: rng.IntN(2) == 0}
+				if !v.Has {
+					v.V, v.Q = 0, model.QualityBad
+				}
+				cur.vals = append(cur.vals, v)
+			}
+		}
+		slices.SortFunc(cur.vals, func(a, b tag.Value) int { return strings.Compare(a.Tag, b.Tag) })
+
+		want := map[string]store.Latest{}
+		maps.Copy(want, stored)
+		for _, v := range cur.vals {
+			l, ok := want[v.Tag]
+			switch {
+			case v.Has:
+				want[v.Tag] = fromCurrent(v)
+			case ok:
+				want[v.Tag] = merge(l, store.Latest{Tag: v.Tag, Sample: model.Sample{T: v.T, Q: v.Q}})
+			}
+		}
+		var wantList []store.Latest
+		for _, l := range want {
+			wantList = append(wantList, l)
+		}
+		slices.SortFunc(wantList, func(a, b store.Latest) int { return strings.Compare(a.Tag, b.Tag) })
+
+		got, err := srv.latest(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, wantList) {
+			t.Fatalf("round %d:\ngot  %v\nwant %v", round, got, wantList)
+		}
+	}
 }

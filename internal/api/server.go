@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pith-historian/pith/internal/model"
@@ -58,6 +59,10 @@ type Server struct {
 	csv     sync.Pool // *ingest.CSVReader: each holds a 256 KiB buffer
 	batches sync.Pool // *[]store.Point of cap opts.ImportBatch
 	gzips   sync.Pool // *gzip.Reader
+
+	// latestOrder sorts the store's latest values by tag as the last read
+	// of every tag found them (storedOrder).
+	latestOrder atomic.Pointer[[]int32]
 }
 
 // NewServer returns a Server answering from st. Zero or negative fields of

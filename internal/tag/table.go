@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/pith-historian/pith/internal/model"
@@ -123,6 +125,13 @@ type Table struct {
 	abuf    []model.Point   // archive batch, reused under mu
 	cbuf    []Change        // changes of the current batch, reused under mu
 	stats   Stats
+
+	// byName lists the IDs of ents[:len(byName)] sorted by name, for
+	// Latest of every tag. Tags are only ever added (names never change),
+	// so it is extended, not rebuilt, when ents grew. sortMu guards it and
+	// is taken with mu held for reading, never the other way round.
+	sortMu sync.Mutex
+	byName []ID
 }
 
 // New returns an empty table handing archived samples to sink (nil for
@@ -208,11 +217,13 @@ func (t *Table) Latest(names ...string) ([]Value, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if len(names) == 0 {
-		out := make([]Value, len(t.ents))
-		for i := range t.ents {
-			out[i] = t.ents[i].value()
+		t.sortMu.Lock()
+		defer t.sortMu.Unlock()
+		t.sortNames()
+		out := make([]Value, len(t.byName))
+		for i, id := range t.byName {
+			out[i] = t.ents[id].value()
 		}
-		sort.Slice(out, func(i, j int) bool { return out[i].Tag < out[j].Tag })
 		return out, nil
 	}
 	out := make([]Value, 0, len(names))
@@ -224,6 +235,36 @@ func (t *Table) Latest(names ...string) ([]Value, error) {
 		out = append(out, t.ents[id].value())
 	}
 	return out, nil
+}
+
+// sortNames extends t.byName to every tag: the tags defined since it was
+// last extended are sorted and merged in, so a read of every tag costs a
+// sort only of what is new. Called with t.mu held for reading and
+// t.sortMu held.
+func (t *Table) sortNames() {
+	old := len(t.byName)
+	if old == len(t.ents) {
+		return
+	}
+	cmp := func(a, b ID) int { return strings.Compare(t.ents[a].def.Name, t.ents[b].def.Name) }
+	all := slices.Grow(t.byName, len(t.ents)-old)
+	for id := old; id < len(t.ents); id++ {
+		all = append(all, ID(id))
+	}
+	slices.SortFunc(all[old:], cmp)
+	if old > 0 {
+		merged := make([]ID, 0, len(all))
+		a, b := all[:old], all[old:]
+		for len(a) > 0 && len(b) > 0 {
+			if cmp(a[0], b[0]) <= 0 {
+				merged, a = append(merged, a[0]), a[1:]
+			} else {
+				merged, b = append(merged, b[0]), b[1:]
+			}
+		}
+		all = append(append(merged, a...), b...)
+	}
+	t.byName = all
 }
 
 // Get returns the current value of one tag by ID.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"testing"
 
@@ -328,5 +329,39 @@ func TestSetUnit(t *testing.T) {
 	}
 	if err := tab.SetUnit("bad..name", "x", "y"); err == nil {
 		t.Error("bad name accepted")
+	}
+}
+
+// TestLatestAllSorted: Latest of every tag is sorted by name while tags are
+// defined between reads in any order (the sorted list is extended, not
+// rebuilt), and holds each tag once with its value.
+func TestLatestAllSorted(t *testing.T) {
+	tab := New(nil, DefaultOptions(), nil)
+	rng := rand.New(rand.NewPCG(1, 2))
+	want := map[string]float64{}
+	for round := range 20 {
+		for range rng.IntN(50) {
+			name := fmt.Sprintf("s%d.t%d", rng.IntN(10), rng.IntN(1000))
+			v := float64(round)
+			if _, err := tab.UpdatePoints([]model.Point{{Tag: name, T: int64(round), V: v}}, true, "test"); err != nil {
+				t.Fatal(err)
+			}
+			want[name] = v
+		}
+		got, err := tab.Latest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d values, want %d", round, len(got), len(want))
+		}
+		for i, v := range got {
+			if i > 0 && got[i-1].Tag >= v.Tag {
+				t.Fatalf("round %d: %q before %q", round, got[i-1].Tag, v.Tag)
+			}
+			if w, ok := want[v.Tag]; !ok || w != v.V || !v.Has {
+				t.Fatalf("round %d: %+v, want value %v", round, v, w)
+			}
+		}
 	}
 }
