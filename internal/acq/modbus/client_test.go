@@ -262,7 +262,10 @@ func TestTimeoutAndReconnect(t *testing.T) {
 	c.Close()
 
 	// Our server stops and comes back on the same port: the client
-	// recovers by itself.
+	// recovers by itself. The back-off is long enough that the request
+	// after two failed dials comes inside it on a slow machine too (under
+	// qemu-user at a load of 10, 100 ms had passed).
+	opts.BackoffMin = time.Second
 	s, addr := startServer(t, ServerOptions{})
 	_ = s.Bank().SetRegisters(HoldingRegisters, 0, 99)
 	c, err = Dial(context.Background(), "tcp://"+addr, opts)
