@@ -147,6 +147,7 @@ type Stats struct {
 	PointsWritten   atomic.Int64 // samples applied
 	WALBytes        atomic.Int64 // bytes of WAL records appended
 	RunBytes        atomic.Int64 // bytes of run files written
+	MergeBytes      atomic.Int64 // bytes of run files written by merges (part of RunBytes)
 	Flushes         atomic.Int64
 	Compactions     atomic.Int64
 	CorruptBlocks   atomic.Int64 // damaged blocks skipped by queries and merges
