@@ -98,6 +98,7 @@ type DB struct {
 	lastCheckpoint uint32
 	version        int         // the MANIFEST format version; raised to formatDeletes by the first delete
 	textReady      atomic.Bool // version >= formatText: text may be written
+	packedReady    atomic.Bool // version >= formatPacked: packed data records may be written
 	broken         []string    // unreadable runs, kept listed in the manifest
 	// backups counts backups between their capture and their end; while
 	// one runs, the runs that installs replace keep their names
@@ -240,6 +241,7 @@ func Open(dir string, opts Options) (_ *DB, err error) {
 	}
 	db.version = m.Version
 	db.textReady.Store(db.version >= formatText)
+	db.packedReady.Store(db.version >= formatPacked)
 	if db.series, err = loadSeries(fs, dir, opts.Logger); err != nil {
 		return nil, err
 	}
@@ -471,7 +473,7 @@ func (db *DB) replay(from uint32) error {
 			}
 			return nil
 		}
-		if len(rec) == 0 || (rec[0] != recData && rec[0] != recReplica) {
+		if len(rec) == 0 || !isDataRecord(rec[0]) {
 			// A delete record acts through its tombstone; the others
 			// are for the followers.
 			db.follow.noteReplayed(rec)
