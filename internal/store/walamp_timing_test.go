@@ -123,6 +123,9 @@ func BenchmarkLiveWriteAmp(b *testing.B) {
 		fs := newCountFS()
 		opts := quietOptions(nil)
 		opts.FS = fs
+		if s := os.Getenv("PITH_AMP_HEAD"); s != "" {
+			opts.HeadMaxSamples, _ = strconv.Atoi(s)
+		}
 		db, err := Open(dir, opts)
 		if err != nil {
 			b.Fatal(err)
@@ -137,6 +140,15 @@ func BenchmarkLiveWriteAmp(b *testing.B) {
 			}
 			if err := db.Write(ctx, pts); err != nil {
 				b.Fatal(err)
+			}
+			if k == 0 {
+				// The live test's tags reach the series file within a
+				// second (flushLoop), when ten of its writes are done, and
+				// later records name them by id: so here too.
+				for _, ok := db.series.savedID(names[tags-1]); !ok; _, ok = db.series.savedID(names[tags-1]) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				start = time.Now()
 			}
 		}
 		el := time.Since(start)
@@ -167,4 +179,17 @@ func dirSize(b *testing.B, dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// TestHeadLimit: an active head of many series waits for livePerSeries
+// samples a series, within liveMaxHeads heads.
+func TestHeadLimit(t *testing.T) {
+	db := &DB{opts: Options{HeadMaxSamples: 1 << 20}}
+	for _, c := range []struct{ count, want int }{
+		{0, 1 << 20}, {1, 1 << 20}, {2048, 1 << 20}, {4096, 2 << 20}, {10000, 4 << 20}, {100000, 4 << 20},
+	} {
+		if got := db.headLimit(c.count); got != c.want {
+			t.Errorf("headLimit(%d) = %d, want %d", c.count, got, c.want)
+		}
+	}
 }
