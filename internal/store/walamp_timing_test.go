@@ -106,7 +106,8 @@ func (f *countFile) Sync() error {
 // flushes (run-B/value) and by merges (merge-B/value), every page dirtied
 // (dev-B/value, what /proc/PID/io write_bytes counts) and the store's size
 // after Close (disk-B/value). PITH_AMP_BATCHES sets the number of writes
-// (default 1800: the 3 minutes of `--live 3m`):
+// (default 1800: the 3 minutes of `--live 3m`), PITH_AMP_HEAD the
+// store's HeadMaxSamples (default 1 M):
 //
 //	go test -run '^$' -bench LiveWriteAmp -benchtime 1x ./internal/store
 func BenchmarkLiveWriteAmp(b *testing.B) {
@@ -179,17 +180,4 @@ func dirSize(b *testing.B, dir string) int64 {
 		return nil
 	})
 	return n
-}
-
-// TestHeadLimit: an active head of many series waits for livePerSeries
-// samples a series, within liveMaxHeads heads.
-func TestHeadLimit(t *testing.T) {
-	db := &DB{opts: Options{HeadMaxSamples: 1 << 20}}
-	for _, c := range []struct{ count, want int }{
-		{0, 1 << 20}, {1, 1 << 20}, {2048, 1 << 20}, {4096, 2 << 20}, {10000, 4 << 20}, {100000, 4 << 20},
-	} {
-		if got := db.headLimit(c.count); got != c.want {
-			t.Errorf("headLimit(%d) = %d, want %d", c.count, got, c.want)
-		}
-	}
 }
