@@ -65,7 +65,10 @@ func appendDataRecordIDs(dst []byte, txn uint64, pts []model.Point, names map[st
 }
 
 // appendMixedRecord encodes numeric points, then text points, as one data
-// record (text values are point kind 3).
+// record (text values are point kind 3). This is the layout of Pith before
+// data directory format 5, which reads it still; the store now writes
+// packed records (walpack.go), and this encoder stays for the tests and
+// golden files of the older layout.
 func appendMixedRecord(dst []byte, txn uint64, pts []model.Point, tpts []model.TextPoint, names map[string]int, order []string, id func(string) (uint32, bool)) []byte {
 	order = recordNames(pts, tpts, names, order, id)
 	dst = append(dst, recData)
