@@ -98,6 +98,7 @@ type DB struct {
 	lastCheckpoint uint32
 	version        int         // the MANIFEST format version; raised to formatDeletes by the first delete
 	textReady      atomic.Bool // version >= formatText: text may be written
+	packedReady    atomic.Bool // version >= formatPacked: packed data records may be written
 	broken         []string    // unreadable runs, kept listed in the manifest
 	// backups counts backups between their capture and their end; while
 	// one runs, the runs that installs replace keep their names
@@ -147,6 +148,7 @@ type Stats struct {
 	PointsWritten   atomic.Int64 // samples applied
 	WALBytes        atomic.Int64 // bytes of WAL records appended
 	RunBytes        atomic.Int64 // bytes of run files written
+	MergeBytes      atomic.Int64 // bytes of run files written by merges (part of RunBytes)
 	Flushes         atomic.Int64
 	Compactions     atomic.Int64
 	CorruptBlocks   atomic.Int64 // damaged blocks skipped by queries and merges
@@ -239,6 +241,7 @@ func Open(dir string, opts Options) (_ *DB, err error) {
 	}
 	db.version = m.Version
 	db.textReady.Store(db.version >= formatText)
+	db.packedReady.Store(db.version >= formatPacked)
 	if db.series, err = loadSeries(fs, dir, opts.Logger); err != nil {
 		return nil, err
 	}
@@ -470,7 +473,7 @@ func (db *DB) replay(from uint32) error {
 			}
 			return nil
 		}
-		if len(rec) == 0 || (rec[0] != recData && rec[0] != recReplica) {
+		if len(rec) == 0 || !isDataRecord(rec[0]) {
 			// A delete record acts through its tombstone; the others
 			// are for the followers.
 			db.follow.noteReplayed(rec)

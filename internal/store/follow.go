@@ -369,7 +369,7 @@ func (db *DB) scanFollower(st *follower, to wal.Pos, max int, emit func(Entry)) 
 			return nil
 		}
 		switch rec[0] {
-		case recData, recReplica:
+		case recData, recReplica, recPacked, recPackedReplica:
 			if err := decodeDataRecord(rec, &d); err != nil {
 				st.log.Error("follower skips undecodable wal record", "segment", pos.Segment, "offset", pos.Offset, "err", err)
 				break
@@ -388,7 +388,7 @@ func (db *DB) scanFollower(st *follower, to wal.Pos, max int, emit func(Entry)) 
 				st.log.Error("follower skips damaged wal record", "segment", pos.Segment, "offset", pos.Offset, "err", err)
 				break
 			}
-			send(Entry{ID: position(pos), Kind: EntryPoints, Points: pts, Texts: texts, Replica: rec[0] == recReplica})
+			send(Entry{ID: position(pos), Kind: EntryPoints, Points: pts, Texts: texts, Replica: isReplicaRecord(rec[0])})
 		case recLabels, recLabelsReplica:
 			series, err := decodeLabelsRecord(rec)
 			if err != nil {

@@ -108,7 +108,7 @@ func TestFollowBudget(t *testing.T) {
 	logs := &logCapture{}
 	opts := followOptions(fs)
 	opts.Logger = quietOptions(logs).Logger
-	opts.FollowMaxBytes = 3 << 10
+	opts.FollowMaxBytes = 2 << 10 // about four segments of writeRounds
 	db, err := Open("/data", opts)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func TestFollowBudget(t *testing.T) {
 		t.Fatalf("dropped %+v, want records of ten points each", st.Dropped)
 	}
 	if segs, _ := db.wal.Segments(); len(segs) > 6 {
-		t.Fatalf("%d wal segments kept over a 3 KiB budget", len(segs))
+		t.Fatalf("%d wal segments kept over a 2 KiB budget", len(segs))
 	}
 	warned := 0
 	logs.mu.Lock()

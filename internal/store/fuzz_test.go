@@ -171,6 +171,8 @@ func readGolden(t testing.TB, name string) []byte {
 			b = goldenTextRecord()
 		case "text_run.bin":
 			b = writeGoldenTextRun(t, t.TempDir())
+		case "packed_record.bin":
+			b = goldenPackedRecord()
 		}
 		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
 			t.Fatal(err)

@@ -54,7 +54,11 @@ func (db *DB) mergeRuns(p int64, runs []*runFile, dropRaw bool, abort <-chan str
 		return nil, err
 	}
 	db.stats.Compactions.Add(1)
-	return db.openWritten(path)
+	r, err := db.openWritten(path)
+	if err == nil {
+		db.stats.MergeBytes.Add(r.size)
+	}
+	return r, err
 }
 
 // mergeStream writes numeric series id of the merger's runs to rw. Its

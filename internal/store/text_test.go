@@ -275,14 +275,18 @@ func TestTextRefusals(t *testing.T) {
 }
 
 // TestTextRaisesVersion: the first text write raises the data directory
-// to format 3 before its WAL record, so that an older Pith refuses it.
+// to format 4 (and, its WAL record being packed, 5) before its WAL record,
+// so that an older Pith refuses it. The numbers before it are a bulk load,
+// which writes no WAL record and so leaves the directory at 1.
 func TestTextRaisesVersion(t *testing.T) {
 	dir := t.TempDir()
-	db, err := Open(dir, testOptions())
+	opts := testOptions()
+	opts.BulkPoints = 1
+	db, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Write(context.Background(), []model.Point{{Tag: "n", T: 1, V: 1}}); err != nil {
+	if err := db.Write(context.Background(), []model.Point{{Tag: "n", T: 1, V: 1}, {Tag: "n", T: 2, V: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Flush(); err != nil {
@@ -299,8 +303,8 @@ func TestTextRaisesVersion(t *testing.T) {
 	if err := db.WriteText(context.Background(), []model.TextPoint{{Tag: "s", T: 1, Text: "on"}}); err != nil {
 		t.Fatal(err)
 	}
-	if m := readManifest(t, dir); m.Version != formatText {
-		t.Fatalf("version %d after text, want %d", m.Version, formatText)
+	if m := readManifest(t, dir); m.Version != formatPacked {
+		t.Fatalf("version %d after text, want %d", m.Version, formatPacked)
 	}
 	db.Close()
 }

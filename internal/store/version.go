@@ -11,7 +11,7 @@ import (
 // keeps reading every older version, and an older Pith refuses a newer
 // one with ErrNewerFormat instead of misreading it. The history is in
 // docs/format/store.md ("Versions").
-const FormatVersion = 4
+const FormatVersion = 5
 
 // formatDeletes is the first version with delete records in the WAL and
 // tombstones in MANIFEST. A directory stays at version 1 until its first
@@ -31,6 +31,12 @@ const formatLabels = 3
 // raised to it by its first text write, before the write's WAL record,
 // since an older Pith would skip those records and refuse those runs.
 const formatText = 4
+
+// formatPacked is the first version with packed data records (types 'P'
+// and 'Q', walpack.go). A directory is raised to it before its first data
+// record is written, since an older Pith would skip those records without
+// a word (it takes them for records of the followers).
+const formatPacked = 5
 
 // ErrNewerFormat is wrapped by the error of a data directory or backup
 // written by a newer Pith.
@@ -76,6 +82,19 @@ func (db *DB) raiseVersion(v int) error {
 		return fmt.Errorf("raise data directory format to %d: %w", v, err)
 	}
 	db.log.Info("data directory format raised", "from", old, "to", v)
+	return nil
+}
+
+// ensurePacked raises the data directory to formatPacked before the first
+// packed data record is written.
+func (db *DB) ensurePacked() error {
+	if db.packedReady.Load() {
+		return nil
+	}
+	if err := db.raiseVersion(formatPacked); err != nil {
+		return err
+	}
+	db.packedReady.Store(true)
 	return nil
 }
 

@@ -65,32 +65,12 @@ func appendDataRecordIDs(dst []byte, txn uint64, pts []model.Point, names map[st
 }
 
 // appendMixedRecord encodes numeric points, then text points, as one data
-// record (text values are point kind 3).
+// record (text values are point kind 3). This is the layout of Pith before
+// data directory format 5, which reads it still; the store now writes
+// packed records (walpack.go), and this encoder stays for the tests and
+// golden files of the older layout.
 func appendMixedRecord(dst []byte, txn uint64, pts []model.Point, tpts []model.TextPoint, names map[string]int, order []string, id func(string) (uint32, bool)) []byte {
-	clear(names)
-	order = order[:0]
-	for i := range pts {
-		if id != nil {
-			if _, ok := id(pts[i].Tag); ok {
-				continue
-			}
-		}
-		if _, ok := names[pts[i].Tag]; !ok {
-			names[pts[i].Tag] = len(order)
-			order = append(order, pts[i].Tag)
-		}
-	}
-	for i := range tpts {
-		if id != nil {
-			if _, ok := id(tpts[i].Tag); ok {
-				continue
-			}
-		}
-		if _, ok := names[tpts[i].Tag]; !ok {
-			names[tpts[i].Tag] = len(order)
-			order = append(order, tpts[i].Tag)
-		}
-	}
+	order = recordNames(pts, tpts, names, order, id)
 	dst = append(dst, recData)
 	dst = binary.AppendUvarint(dst, txn)
 	dst = binary.AppendUvarint(dst, uint64(len(order)))
@@ -138,6 +118,32 @@ const (
 	valText    = 3 // uvarint length, UTF-8 bytes (data directory format 3)
 )
 
+// recordNames fills names and order with the tags of pts and tpts that
+// id does not know, in order of first appearance (names maps each to its
+// index in order), and returns order.
+func recordNames(pts []model.Point, tpts []model.TextPoint, names map[string]int, order []string, id func(string) (uint32, bool)) []string {
+	clear(names)
+	order = order[:0]
+	add := func(tag string) {
+		if id != nil {
+			if _, ok := id(tag); ok {
+				return
+			}
+		}
+		if _, ok := names[tag]; !ok {
+			names[tag] = len(order)
+			order = append(order, tag)
+		}
+	}
+	for i := range pts {
+		add(pts[i].Tag)
+	}
+	for i := range tpts {
+		add(tpts[i].Tag)
+	}
+	return order
+}
+
 // appendValue writes a value in its shortest exact form.
 func appendValue(dst []byte, v float64, q model.Quality) []byte {
 	if v == math.Trunc(v) && math.Abs(v) < 1<<53 && !(v == 0 && math.Signbit(v)) {
@@ -168,10 +174,13 @@ type dataRecord struct {
 	// point has value 0 and its text here (aliasing the record bytes).
 	isText bool
 	text   []byte
+	// packed says the record is a packed one (walpack.go), read from cols.
+	packed bool
+	cols   packedCols
 }
 
 func decodeDataRecord(rec []byte, d *dataRecord) error {
-	if len(rec) == 0 || (rec[0] != recData && rec[0] != recReplica) {
+	if len(rec) == 0 || !isDataRecord(rec[0]) {
 		return errors.New("not a data record")
 	}
 	b := rec[1:]
@@ -202,12 +211,19 @@ func decodeDataRecord(rec []byte, d *dataRecord) error {
 	d.n = int(np)
 	d.body = b[k:]
 	d.prev = 0
+	d.packed = rec[0] == recPacked || rec[0] == recPackedReplica
+	if d.packed {
+		return d.decodePacked(d.body)
+	}
 	return nil
 }
 
 // next decodes the next point: its key (an index into names, or
 // len(names)+series id), time, value and quality.
 func (d *dataRecord) next() (key int, t int64, v float64, q model.Quality, err error) {
+	if d.packed {
+		return d.nextPacked()
+	}
 	b := d.body
 	k, n := binary.Uvarint(b)
 	if n <= 0 || k > 1<<32+uint64(len(d.names)) {

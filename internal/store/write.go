@@ -27,7 +27,10 @@ func (db *DB) Write(ctx context.Context, pts []model.Point) error {
 		}
 		return tx.Commit(ctx)
 	}
-	rec := appendDataRecordIDs(nil, txnAuto, pts, make(map[string]int), nil, db.series.savedID)
+	if err := db.ensurePacked(); err != nil {
+		return err
+	}
+	rec := appendPackedRecord(nil, recPacked, txnAuto, pts, nil, make(map[string]int), nil, db.series.savedID)
 	return db.commit(rec, func() error {
 		_, err := db.applyPoints(pts)
 		return err
@@ -43,13 +46,15 @@ func (db *DB) WriteReplica(ctx context.Context, pts []model.Point) error {
 	if err := db.validatePoints(pts); err != nil {
 		return err
 	}
+	if err := db.ensurePacked(); err != nil {
+		return err
+	}
 	names := make(map[string]int)
 	var rec []byte
 	for len(pts) > 0 {
 		part := pts[:min(len(pts), db.opts.BulkPoints)]
 		pts = pts[len(part):]
-		rec = appendDataRecordIDs(rec[:0], txnAuto, part, names, nil, db.series.savedID)
-		rec[0] = recReplica
+		rec = appendPackedRecord(rec[:0], recPackedReplica, txnAuto, part, nil, names, nil, db.series.savedID)
 		if err := db.commit(rec, func() error {
 			_, err := db.applyPoints(part)
 			return err
@@ -358,9 +363,13 @@ func (tx *Tx) stageText(pts []model.TextPoint) error {
 	}
 	db, h, s := tx.db, tx.private, tx.db.series
 	if tx.txn != 0 {
+		if err := db.ensurePacked(); err != nil {
+			tx.err = err
+			return err
+		}
 		for rest := pts; len(rest) > 0; {
 			n := min(len(rest), bulkRecordPoints)
-			tx.walBuf = appendMixedRecord(tx.walBuf[:0], tx.txn, nil, rest[:n], tx.names, tx.order, db.series.savedID)
+			tx.walBuf = appendPackedRecord(tx.walBuf[:0], recPacked, tx.txn, nil, rest[:n], tx.names, tx.order, db.series.savedID)
 			pos, err := db.wal.Append(tx.walBuf)
 			if err != nil {
 				tx.err = fmt.Errorf("copy transaction to wal: %w", err)
@@ -438,9 +447,12 @@ func (tx *Tx) full() bool {
 // for the followers. They are synced before the commit point.
 func (tx *Tx) copyToWAL(pts []model.Point) error {
 	db := tx.db
+	if err := db.ensurePacked(); err != nil {
+		return err
+	}
 	for len(pts) > 0 {
 		n := min(len(pts), bulkRecordPoints)
-		tx.walBuf = appendDataRecordIDs(tx.walBuf[:0], tx.txn, pts[:n], tx.names, tx.order, db.series.savedID)
+		tx.walBuf = appendPackedRecord(tx.walBuf[:0], recPacked, tx.txn, pts[:n], nil, tx.names, tx.order, db.series.savedID)
 		pos, err := db.wal.Append(tx.walBuf)
 		if err != nil {
 			return fmt.Errorf("copy transaction to wal: %w", err)
@@ -538,7 +550,10 @@ func (tx *Tx) Commit(ctx context.Context) error {
 			return nil
 		}
 		pts, tpts := tx.pending, tx.ptext
-		rec := appendMixedRecord(nil, txnAuto, pts, tpts, tx.names, tx.order, db.series.savedID)
+		if err := db.ensurePacked(); err != nil {
+			return err
+		}
+		rec := appendPackedRecord(nil, recPacked, txnAuto, pts, tpts, tx.names, tx.order, db.series.savedID)
 		return db.commit(rec, func() error {
 			_, err := db.applyPoints(pts)
 			if err == nil && len(tpts) > 0 {
@@ -705,13 +720,15 @@ func (db *DB) WriteTextReplica(ctx context.Context, pts []model.TextPoint) error
 	if err := db.validateText(pts); err != nil {
 		return err
 	}
+	if err := db.ensurePacked(); err != nil {
+		return err
+	}
 	names := make(map[string]int)
 	var rec []byte
 	for len(pts) > 0 {
 		part := pts[:min(len(pts), db.opts.BulkPoints)]
 		pts = pts[len(part):]
-		rec = appendMixedRecord(rec[:0], txnAuto, nil, part, names, nil, db.series.savedID)
-		rec[0] = recReplica
+		rec = appendPackedRecord(rec[:0], recPackedReplica, txnAuto, nil, part, names, nil, db.series.savedID)
 		if err := db.commit(rec, func() error {
 			db.applyText(part)
 			return nil
