@@ -43,8 +43,15 @@ func (s *headSeries) blockSamples() int {
 // sealDay seals the tail of a bulk series before a sample of a later day
 // than the tail's, so that a sorted series' blocks each lie in one day.
 func (s *headSeries) sealDay(t int64) {
-	if k := len(s.ts); k > 0 && t > s.lastT && partitionOf(t) != partitionOf(s.ts[0]) {
+	if len(s.ts) == 0 {
+		s.dayEnd = (partitionOf(t) + 1) * partitionMs
+		return
+	}
+	// A sample later than the last one is of a later day than the
+	// tail's first exactly when it is past the end of that day.
+	if t >= s.dayEnd && t > s.lastT {
 		s.seal()
+		s.dayEnd = (partitionOf(t) + 1) * partitionMs
 	}
 }
 

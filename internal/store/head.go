@@ -34,7 +34,8 @@ type headSeries struct {
 	// bulk marks a series of a bulk load's private head: it seals blocks
 	// of bulkBlockSamples, and at each new day, so that a spill writes
 	// them as the run's chunks as they are (bulk_head.go).
-	bulk bool
+	bulk   bool
+	dayEnd int64 // of a bulk series: the end of the day of its tail's first sample
 }
 
 // headBlockSamples is how many samples a head series keeps raw before it
