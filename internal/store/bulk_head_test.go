@@ -91,14 +91,28 @@ func firstDiff(got, want []model.Sample) any {
 // what was committed: tags loaded in time order a few days at a time (as
 // an import of many tags is), with late, repeated and out-of-order
 // samples, decimal and full-precision values and every quality, so that
-// the private heads seal blocks, cross midnight, spill and are merged
-// with what the days hold. Some transactions are rolled back after they
-// spilled, or fail on a bad point: none of their samples may show. The
-// store must answer as the model after every transaction, and after it is
-// closed and opened again.
+// the private heads seal blocks (of 512 samples with few tags, 128 with
+// many), cross midnight, spill and are merged with what the days hold.
+// Some transactions are rolled back after they spilled, or fail on a bad
+// point: none of their samples may show. The store must answer as the
+// model after every transaction, and after it is closed and opened again.
 func TestBulkModel(t *testing.T) {
+	t.Run("few tags", func(t *testing.T) {
+		rounds := 40
+		if testing.Short() {
+			rounds = 12
+		}
+		testBulkModel(t, testOptions(), rounds, 1, 160, 400)
+	})
+	t.Run("many tags", func(t *testing.T) {
+		o := testOptions()
+		o.HeadMaxSamples = 1 << 15 // tails of 128 samples fit
+		testBulkModel(t, o, 4, bulkWideSeries+1, 300, 300)
+	})
+}
+
+func testBulkModel(t *testing.T, o Options, rounds, minTags, moreTags, maxSteps int) {
 	dir := t.TempDir()
-	o := testOptions()
 	db, err := Open(dir, o)
 	if err != nil {
 		t.Fatal(err)
@@ -108,13 +122,9 @@ func TestBulkModel(t *testing.T) {
 	t0 := int64(20_000)*partitionMs + 1_000*60_000 // minute 1,000 of a day
 	from, to := t0-2*partitionMs, t0+6*partitionMs
 	next := make(map[string]int64) // each tag's next minute in time order
-	rounds := 40
-	if testing.Short() {
-		rounds = 12
-	}
 	for round := range rounds {
-		tags := 1 + rng.IntN(160)
-		steps := 1 + rng.IntN(400)
+		tags := minTags + rng.IntN(moreTags)
+		steps := 1 + rng.IntN(maxSteps)
 		var pts []model.Point
 		for s := range steps {
 			for i := range tags {

@@ -92,7 +92,7 @@ func (s *headSeries) grow() {
 	if c < 64 {
 		c = 64
 	}
-	c = min(c, s.blockSamples())
+	c = min(c, s.maxTail())
 	ts := make([]int64, len(s.ts), c)
 	copy(ts, s.ts)
 	vs := make([]float64, len(s.vs), c)
@@ -382,6 +382,8 @@ func (h *head) appendLocked(id uint32, t int64, v float64, q model.Quality, now 
 		// A numeric sample raced the first text of the tag: it is kept,
 		// as its text.
 		s.appendText(t, strconv.FormatFloat(v, 'g', -1, 64), q)
+	} else if h.bulk {
+		s.appendBulk(t, v, q, h.bulkBlock())
 	} else {
 		s.append(t, v, q)
 	}

@@ -80,7 +80,8 @@ func loadCSV(b *testing.B, path string) []model.Point {
 // BenchmarkImportTags imports the same number of points for ever more
 // tags, each at one value a minute in time order, as `pith bench scale`
 // sends them: two transactions of 8M points, the second meeting the
-// first's days. The rate should not fall with the tag count. The last
+// first's days (100 tags: a week, one request). The rate should not fall
+// with the tag count. The last
 // case is `pith bench scale`'s 100,000-tag week more closely: requests of
 // 20M points (200 minutes of every tag), six of them:
 //
@@ -90,6 +91,7 @@ func BenchmarkImportTags(b *testing.B) {
 		name             string
 		tags, perTx, txs int
 	}{
+		{"100", 100, 1_008_000, 1},
 		{"1000", 1000, 8 << 20, 2},
 		{"10000", 10_000, 8 << 20, 2},
 		{"100000", 100_000, 8 << 20, 2},

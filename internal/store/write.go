@@ -417,14 +417,15 @@ func (tx *Tx) stage(pts []model.Point) error {
 
 // full reports whether the private head is to be written out: once its
 // raw tails hold HeadMaxSamples samples and, holding many series, a
-// block's worth a series (at most bulkMaxRaw × HeadMaxSamples), or once
+// block's worth a series (bulkBlock, at most bulkMaxRaw ×
+// HeadMaxSamples), or once
 // its sealed blocks hold bulkSealedPerSample × HeadMaxSamples bytes
 // (bulk_head.go). Tails seal at bulkBlockSamples, so a load in time order
 // spills at the bound of its blocks or at the commit.
 func (tx *Tx) full() bool {
 	h, most := tx.private, tx.db.opts.HeadMaxSamples
 	raw := h.samples - h.sealedN
-	return raw >= max(most, min(h.count*bulkBlockSamples, bulkMaxRaw*most)) || h.sealedBytes >= bulkSealedPerSample*most
+	return raw >= max(most, min(h.count*h.bulkBlock(), bulkMaxRaw*most)) || h.sealedBytes >= bulkSealedPerSample*most
 }
 
 // copyToWAL appends pts to the WAL as data records of the transaction,
