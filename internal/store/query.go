@@ -151,10 +151,18 @@ func (db *DB) Aggregate(tag string, from, to int64, n int, agg model.Agg) ([]Buc
 		sumsOnly: agg == model.AggMean || agg == model.AggSum || agg == model.AggCount}
 	db.mu.RLock()
 	heads := db.headPieces(id, from, to)
-	db.forPartitions(from, to, heads, func(p int64, runs []*runFile, hp []runInput) bool {
-		q.partition(p, runs, hp)
-		return true
-	})
+	var sums *daySums
+	if useSums(from, to, n) {
+		sums = db.daySums(id)
+	}
+	if sums != nil {
+		q.aggregateSums(sums, heads)
+	} else {
+		db.forPartitions(from, to, heads, func(p int64, runs []*runFile, hp []runInput) bool {
+			q.partition(p, runs, hp)
+			return true
+		})
+	}
 	db.mu.RUnlock()
 	if q.err != nil {
 		db.log.Warn("query skipped damaged data", "tag", tag, "err", q.err)
@@ -416,7 +424,7 @@ func (q *query) addRange(r *runFile, rs *runSeries, level int, lo, hi int64, a *
 		// Raw retention dropped the samples: a finest cell counts whole in
 		// the bucket holding its start.
 		if cells, ok := q.tier(r, rs, level); ok {
-			i := sort.Search(len(cells), func(k int) bool { return cells[k].start >= lo })
+			i := searchCells(cells, lo)
 			for ; i < len(cells) && cells[i].start < hi; i++ {
 				a.merge(&cells[i].acc)
 			}
@@ -438,7 +446,7 @@ func (q *query) addRange(r *runFile, rs *runSeries, level int, lo, hi int64, a *
 	if lo < fs {
 		q.addRange(r, rs, level-1, lo, fs, a)
 	}
-	i := sort.Search(len(cells), func(k int) bool { return cells[k].start >= fs })
+	i := searchCells(cells, fs)
 	for ; i < len(cells) && cells[i].start < fe; i++ {
 		a.merge(&cells[i].acc)
 	}
@@ -466,10 +474,10 @@ func (q *query) addRaw(r *runFile, rs *runSeries, lo, hi int64, a *acc) {
 		if !ok {
 			continue
 		}
-		j := sort.Search(len(d.ts), func(k int) bool { return d.ts[k] >= lo })
+		j := searchTimes(d.ts, lo)
 		if q.sumsOnly {
 			// Mean, sum and count need no scan: a range is two prefix sums.
-			k := j + sort.Search(len(d.ts)-j, func(k int) bool { return d.ts[j+k] >= hi })
+			k := j + searchTimes(d.ts[j:], hi)
 			if k > j {
 				a.merge(&acc{n: int64(k - j), sum: d.sum[k] - d.sum[j], firstK: d.ts[j], first: d.vs[j], lastK: d.ts[k-1], last: d.vs[k-1]})
 			}
@@ -641,4 +649,75 @@ func (q *query) readRange(r *runFile, rs *runSeries, from, to int64, out *runInp
 			}
 		}
 	}
+}
+
+// searchNear returns the least i in [0, n) for which before(i) is false
+// (n when there is none), as sort.Search does, but probing from guess g
+// outwards in growing steps. A bucket edge of a chart over years lands
+// in a chunk and tiers that no other edge touched: sort.Search probed
+// log2(n) places far apart in them, each a cache miss, while a guess
+// interpolated from the times (samples and cells are about evenly
+// spaced) is right or next to it.
+func searchNear(n, g int, before func(int) bool) int {
+	if n == 0 {
+		return 0
+	}
+	g = min(max(g, 0), n-1)
+	var lo, hi int // the answer is in [lo, hi]
+	if before(g) {
+		lo, hi = g+1, n
+		for step := 1; g+step < n; step *= 2 {
+			if !before(g + step) {
+				hi = g + step
+				break
+			}
+			lo = g + step + 1
+		}
+	} else {
+		lo, hi = 0, g
+		for step := 1; g-step >= 0; step *= 2 {
+			if before(g - step) {
+				lo = g - step + 1
+				break
+			}
+			hi = g - step
+		}
+	}
+	return lo + sort.Search(hi-lo, func(i int) bool { return !before(lo + i) })
+}
+
+// guess interpolates where t falls among n times from first to last.
+func guess(n int, first, last, t int64) int {
+	if n < 2 || last <= first || t <= first {
+		return 0
+	}
+	if t >= last {
+		return n - 1
+	}
+	return int((t - first) * int64(n-1) / (last - first))
+}
+
+// searchTimes returns the index of the first of the sorted times ts at
+// or after t.
+func searchTimes(ts []int64, t int64) int {
+	n := len(ts)
+	if n == 0 || t <= ts[0] {
+		return 0
+	}
+	if t > ts[n-1] {
+		return n
+	}
+	return searchNear(n, guess(n, ts[0], ts[n-1], t), func(i int) bool { return ts[i] < t })
+}
+
+// searchCells returns the index of the first cell starting at or after t.
+func searchCells(cells []cell, t int64) int {
+	n := len(cells)
+	if n == 0 || t <= cells[0].start {
+		return 0
+	}
+	if t > cells[n-1].start {
+		return n
+	}
+	return searchNear(n, guess(n, cells[0].start, cells[n-1].start, t), func(i int) bool { return cells[i].start < t })
 }
