@@ -96,10 +96,13 @@ func (c *genCache[K, V]) drop(match func(K) bool) {
 }
 
 // blockKey names a tier or a chunk of one series in one run.
+// Its 16 bytes have no padding, so the maps hash and compare them as
+// plain memory: with an int index the padding made them call generated
+// per-field functions, a tenth of a ten-year chart's time.
 type blockKey struct {
 	run   *runFile
 	id    uint32
-	index int // the tier level, or the chunk number
+	index uint32 // the tier level, or the chunk number
 }
 
 // caches holds what queries decode: rollup tiers, and the raw chunks at

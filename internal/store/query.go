@@ -424,10 +424,7 @@ func (q *query) addRange(r *runFile, rs *runSeries, level int, lo, hi int64, a *
 		// Raw retention dropped the samples: a finest cell counts whole in
 		// the bucket holding its start.
 		if cells, ok := q.tier(r, rs, level); ok {
-			i := searchCells(cells, lo)
-			for ; i < len(cells) && cells[i].start < hi; i++ {
-				a.merge(&cells[i].acc)
-			}
+			q.addCells(cells[searchCells(cells, lo):searchCells(cells, hi)], a)
 		}
 		return
 	}
@@ -446,17 +443,38 @@ func (q *query) addRange(r *runFile, rs *runSeries, level int, lo, hi int64, a *
 	if lo < fs {
 		q.addRange(r, rs, level-1, lo, fs, a)
 	}
-	i := searchCells(cells, fs)
-	for ; i < len(cells) && cells[i].start < fe; i++ {
-		a.merge(&cells[i].acc)
-	}
+	q.addCells(cells[searchCells(cells, fs):searchCells(cells, fe)], a)
 	if fe < hi {
 		q.addRange(r, rs, level-1, fe, hi, a)
 	}
 }
 
+// addCells merges consecutive cells of one tier into a. Mean, sum and
+// count need only their counts and sums: those are added in a loop and
+// merged once, as a bucket edge of a long chart merges up to a dozen
+// cells on each side.
+func (q *query) addCells(cells []cell, a *acc) {
+	if len(cells) == 0 {
+		return
+	}
+	if !q.sumsOnly {
+		for i := range cells {
+			a.merge(&cells[i].acc)
+		}
+		return
+	}
+	var n int64
+	var sum float64
+	for i := range cells {
+		n += cells[i].n
+		sum += cells[i].sum
+	}
+	f, l := &cells[0], &cells[len(cells)-1]
+	a.merge(&acc{n: n, sum: sum, firstK: f.firstK, first: f.first, lastK: l.lastK, last: l.last})
+}
+
 func (q *query) tier(r *runFile, rs *runSeries, level int) ([]cell, bool) {
-	c, err := q.tiers[level].get(q.db.cache.tiers, blockKey{run: r, id: rs.id, index: level},
+	c, err := q.tiers[level].get(q.db.cache.tiers, blockKey{run: r, id: rs.id, index: uint32(level)},
 		func() ([]cell, error) { return r.decodeTier(rs, level) })
 	if err != nil {
 		q.fail(err)
@@ -491,7 +509,7 @@ func (q *query) addRaw(r *runFile, rs *runSeries, lo, hi int64, a *acc) {
 
 // decode returns chunk i of rs from the chunk cache, decoding it on a miss.
 func (q *query) decode(r *runFile, rs *runSeries, i int) (*decodedChunk, bool) {
-	d, err := q.chunk.get(q.db.cache.chunks, blockKey{run: r, id: rs.id, index: i}, func() (*decodedChunk, error) {
+	d, err := q.chunk.get(q.db.cache.chunks, blockKey{run: r, id: rs.id, index: uint32(i)}, func() (*decodedChunk, error) {
 		d := new(decodedChunk)
 		if err := r.decodeChunk(&rs.chunks[i], d); err != nil {
 			return nil, err
@@ -629,7 +647,7 @@ func (q *query) readRange(r *runFile, rs *runSeries, from, to int64, out *runInp
 	cs := rs.chunks
 	i := sort.Search(len(cs), func(k int) bool { return cs[k].maxT >= from })
 	for ; i < len(cs) && cs[i].minT < to; i++ {
-		d, ok := q.db.cache.chunks.get(blockKey{run: r, id: rs.id, index: i})
+		d, ok := q.db.cache.chunks.get(blockKey{run: r, id: rs.id, index: uint32(i)})
 		if !ok {
 			if err := r.decodeChunk(&cs[i], &q.scratch); err != nil {
 				q.fail(err)
