@@ -96,10 +96,13 @@ func (c *genCache[K, V]) drop(match func(K) bool) {
 }
 
 // blockKey names a tier or a chunk of one series in one run.
+// Its 16 bytes have no padding, so the maps hash and compare them as
+// plain memory: with an int index the padding made them call generated
+// per-field functions, a tenth of a ten-year chart's time.
 type blockKey struct {
 	run   *runFile
 	id    uint32
-	index int // the tier level, or the chunk number
+	index uint32 // the tier level, or the chunk number
 }
 
 // caches holds what queries decode: rollup tiers, and the raw chunks at
@@ -108,6 +111,11 @@ type blockKey struct {
 type caches struct {
 	tiers  *genCache[blockKey, []cell]
 	chunks *genCache[blockKey, *decodedChunk]
+	// sums holds the summaries above the day (span.go) of the series
+	// queried over long spans, in a quarter of the tiers' budget more
+	// (taking it from the tiers made the edges of a ten-year chart no
+	// longer fit and decode their tiers at every query).
+	sums *genCache[uint32, *daySums]
 }
 
 const cellBytes = 64 // approximate memory of one decoded cell
@@ -124,6 +132,7 @@ const cacheIdle = 2 * time.Minute
 func newCaches(tierBytes, chunkBytes int, now func() time.Time) *caches {
 	return &caches{
 		tiers:  newGenCache[blockKey, []cell](tierBytes, cacheIdle, now, func(c []cell) int { return len(c) * cellBytes }),
+		sums:   newGenCache[uint32, *daySums](tierBytes/4, cacheIdle, now, daySumsSize),
 		chunks: newGenCache[blockKey, *decodedChunk](chunkBytes, cacheIdle, now, chunkSize),
 	}
 }

@@ -84,6 +84,9 @@ type DB struct {
 	active *head
 	frozen []*frozenHead
 	parts  map[int64][]*runFile // day partition -> runs, time-disjoint per series
+	// span logs the days whose runs changed, for the summaries above
+	// the day (span.go); guarded by mu like parts.
+	span spanLog
 	// touched is when each day last took a run (compact leaves a day
 	// being written alone); guarded by flushMu.
 	touched map[int64]time.Time

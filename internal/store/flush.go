@@ -562,6 +562,7 @@ func (db *DB) install(added, replaced map[int64][]*runFile, swap func(), checkpo
 	db.lastCheckpoint = m.Checkpoint
 	db.tombstones = m.Deletes
 	db.parts = next
+	db.span.changed(changedDays(added, replaced))
 	if swap != nil {
 		swap()
 	}

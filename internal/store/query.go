@@ -151,10 +151,18 @@ func (db *DB) Aggregate(tag string, from, to int64, n int, agg model.Agg) ([]Buc
 		sumsOnly: agg == model.AggMean || agg == model.AggSum || agg == model.AggCount}
 	db.mu.RLock()
 	heads := db.headPieces(id, from, to)
-	db.forPartitions(from, to, heads, func(p int64, runs []*runFile, hp []runInput) bool {
-		q.partition(p, runs, hp)
-		return true
-	})
+	var sums *daySums
+	if useSums(from, to, n) {
+		sums = db.daySums(id)
+	}
+	if sums != nil {
+		q.aggregateSums(sums, heads)
+	} else {
+		db.forPartitions(from, to, heads, func(p int64, runs []*runFile, hp []runInput) bool {
+			q.partition(p, runs, hp)
+			return true
+		})
+	}
 	db.mu.RUnlock()
 	if q.err != nil {
 		db.log.Warn("query skipped damaged data", "tag", tag, "err", q.err)
@@ -385,6 +393,14 @@ func (q *query) addRun(r *runFile, rs *runSeries, p int64) {
 		return
 	}
 	pStart, pEnd := p*partitionMs, (p+1)*partitionMs
+	// Mean, sum and count start from the 30-minute tier: adding up to 47
+	// of its cells (addCells sums them in a loop) costs less than looking
+	// the 3-hour tier up too, which a bucket edge of a chart over years
+	// finds in no processor cache.
+	top := numTiers - 1
+	if q.sumsOnly && rs.fine != noTier && int(rs.fine) < top {
+		top--
+	}
 	for i := bb.index(lo); i <= bb.index(hi); i++ {
 		a, b := bb.b[i], bb.b[i+1]
 		if a < pStart {
@@ -393,7 +409,7 @@ func (q *query) addRun(r *runFile, rs *runSeries, p int64) {
 		if b > pEnd {
 			b = pEnd
 		}
-		q.addRange(r, rs, numTiers-1, a, b, &q.accs[i])
+		q.addRange(r, rs, top, a, b, &q.accs[i])
 	}
 }
 
@@ -416,10 +432,7 @@ func (q *query) addRange(r *runFile, rs *runSeries, level int, lo, hi int64, a *
 		// Raw retention dropped the samples: a finest cell counts whole in
 		// the bucket holding its start.
 		if cells, ok := q.tier(r, rs, level); ok {
-			i := sort.Search(len(cells), func(k int) bool { return cells[k].start >= lo })
-			for ; i < len(cells) && cells[i].start < hi; i++ {
-				a.merge(&cells[i].acc)
-			}
+			q.addCells(cells[searchCells(cells, lo):searchCells(cells, hi)], a)
 		}
 		return
 	}
@@ -438,17 +451,38 @@ func (q *query) addRange(r *runFile, rs *runSeries, level int, lo, hi int64, a *
 	if lo < fs {
 		q.addRange(r, rs, level-1, lo, fs, a)
 	}
-	i := sort.Search(len(cells), func(k int) bool { return cells[k].start >= fs })
-	for ; i < len(cells) && cells[i].start < fe; i++ {
-		a.merge(&cells[i].acc)
-	}
+	q.addCells(cells[searchCells(cells, fs):searchCells(cells, fe)], a)
 	if fe < hi {
 		q.addRange(r, rs, level-1, fe, hi, a)
 	}
 }
 
+// addCells merges consecutive cells of one tier into a. Mean, sum and
+// count need only their counts and sums: those are added in a loop and
+// merged once, as a bucket edge of a long chart merges up to a dozen
+// cells on each side.
+func (q *query) addCells(cells []cell, a *acc) {
+	if len(cells) == 0 {
+		return
+	}
+	if !q.sumsOnly {
+		for i := range cells {
+			a.merge(&cells[i].acc)
+		}
+		return
+	}
+	var n int64
+	var sum float64
+	for i := range cells {
+		n += cells[i].n
+		sum += cells[i].sum
+	}
+	f, l := &cells[0], &cells[len(cells)-1]
+	a.merge(&acc{n: n, sum: sum, firstK: f.firstK, first: f.first, lastK: l.lastK, last: l.last})
+}
+
 func (q *query) tier(r *runFile, rs *runSeries, level int) ([]cell, bool) {
-	c, err := q.tiers[level].get(q.db.cache.tiers, blockKey{run: r, id: rs.id, index: level},
+	c, err := q.tiers[level].get(q.db.cache.tiers, blockKey{run: r, id: rs.id, index: uint32(level)},
 		func() ([]cell, error) { return r.decodeTier(rs, level) })
 	if err != nil {
 		q.fail(err)
@@ -466,10 +500,10 @@ func (q *query) addRaw(r *runFile, rs *runSeries, lo, hi int64, a *acc) {
 		if !ok {
 			continue
 		}
-		j := sort.Search(len(d.ts), func(k int) bool { return d.ts[k] >= lo })
+		j := searchTimes(d.ts, lo)
 		if q.sumsOnly {
 			// Mean, sum and count need no scan: a range is two prefix sums.
-			k := j + sort.Search(len(d.ts)-j, func(k int) bool { return d.ts[j+k] >= hi })
+			k := j + searchTimes(d.ts[j:], hi)
 			if k > j {
 				a.merge(&acc{n: int64(k - j), sum: d.sum[k] - d.sum[j], firstK: d.ts[j], first: d.vs[j], lastK: d.ts[k-1], last: d.vs[k-1]})
 			}
@@ -483,7 +517,7 @@ func (q *query) addRaw(r *runFile, rs *runSeries, lo, hi int64, a *acc) {
 
 // decode returns chunk i of rs from the chunk cache, decoding it on a miss.
 func (q *query) decode(r *runFile, rs *runSeries, i int) (*decodedChunk, bool) {
-	d, err := q.chunk.get(q.db.cache.chunks, blockKey{run: r, id: rs.id, index: i}, func() (*decodedChunk, error) {
+	d, err := q.chunk.get(q.db.cache.chunks, blockKey{run: r, id: rs.id, index: uint32(i)}, func() (*decodedChunk, error) {
 		d := new(decodedChunk)
 		if err := r.decodeChunk(&rs.chunks[i], d); err != nil {
 			return nil, err
@@ -621,7 +655,7 @@ func (q *query) readRange(r *runFile, rs *runSeries, from, to int64, out *runInp
 	cs := rs.chunks
 	i := sort.Search(len(cs), func(k int) bool { return cs[k].maxT >= from })
 	for ; i < len(cs) && cs[i].minT < to; i++ {
-		d, ok := q.db.cache.chunks.get(blockKey{run: r, id: rs.id, index: i})
+		d, ok := q.db.cache.chunks.get(blockKey{run: r, id: rs.id, index: uint32(i)})
 		if !ok {
 			if err := r.decodeChunk(&cs[i], &q.scratch); err != nil {
 				q.fail(err)

@@ -105,8 +105,15 @@ func (a *acc) merge(b *acc) {
 	}
 	a.n += b.n
 	a.sum += b.sum
-	a.min = math.Min(a.min, b.min)
-	a.max = math.Max(a.max, b.max)
+	// Stored values are finite, so a comparison decides but for equal
+	// ones (math.Min tells -0 from 0); math.Min and math.Max, called for
+	// every cell a long chart merges, cost more than the rest.
+	if b.min <= a.min {
+		a.min = math.Min(a.min, b.min)
+	}
+	if b.max >= a.max {
+		a.max = math.Max(a.max, b.max)
+	}
 	if b.firstK < a.firstK {
 		a.firstK, a.first = b.firstK, b.first
 	}
