@@ -238,7 +238,6 @@ func (db *DB) writeHeadRuns(series []*headSeries, split bool) (map[int64][]*runF
 	// Many days at once (a backfill) are made durable by one syncfs.
 	batch := len(byPart) > 4 && isOS(db.fs)
 	var buf, view runInput
-	var dec decodedChunk
 	for p, ids := range byPart {
 		from, to := p*partitionMs, (p+1)*partitionMs
 		var front map[uint32]int64 // id -> newest time in the day's runs
@@ -284,16 +283,12 @@ func (db *DB) writeHeadRuns(series []*headSeries, split bool) (map[int64][]*runF
 				out[p] = append(out[p], r)
 			}
 		}
-		r, err := db.writeRunWith(p, len(ids), func(rw *runWriter, i int) {
+		r, err := db.writeRunFrom(p, len(ids), func(i int) *runInput {
 			lo := from
 			if f, ok := front[ids[i]]; ok {
 				lo = f + 1
 			}
-			if s := series[ids[i]]; s.bulk {
-				rw.writeBulkSeries(ids[i], s, lo, to, &dec, &buf)
-				return
-			}
-			rw.add(read(ids, i, lo, to), false)
+			return read(ids, i, lo, to)
 		}, text[p], !batch)
 		if err != nil {
 			return fail(err)
@@ -478,19 +473,13 @@ func (s idSet) has(id uint32) bool {
 // installed): next(i) returns the i-th, in increasing id order, valid
 // until the next call. text says whether any of them is a text series.
 func (db *DB) writeRunFrom(p int64, n int, next func(i int) *runInput, text, fsync bool) (*runFile, error) {
-	return db.writeRunWith(p, n, func(rw *runWriter, i int) { rw.add(next(i), false) }, text, fsync)
-}
-
-// writeRunWith writes n series as a new run of partition p (not yet
-// installed): write(rw, i) writes the i-th, in increasing id order.
-func (db *DB) writeRunWith(p int64, n int, write func(rw *runWriter, i int), text, fsync bool) (*runFile, error) {
 	seq := db.allocSeq()
 	rw, err := createRun(db.fs, filepath.Join(db.dir, "runs"), p, seq, text)
 	if err != nil {
 		return nil, err
 	}
 	for i := 0; i < n; i++ {
-		write(rw, i)
+		rw.add(next(i), false)
 	}
 	path, err := rw.finish(fsync)
 	if err != nil {

@@ -31,11 +31,10 @@ type headSeries struct {
 	lastT  int64 // the time of the sample appended last
 	sorted bool
 	text   bool // a text series: its blocks hold text
-	// bulk marks a series of a bulk load's private head: it seals blocks
-	// of bulkBlockSamples, and at each new day, so that a spill writes
-	// them as the run's chunks as they are (bulk_head.go).
-	bulk   bool
-	dayEnd int64 // of a bulk series: the end of the day of its tail's first sample
+	// raw keeps every sample in the tail (no blocks): the private head of
+	// a bulk load, which is written out as soon as it is full and whose
+	// staging must not pay for encoding.
+	raw bool
 }
 
 // headBlockSamples is how many samples a head series keeps raw before it
@@ -46,18 +45,12 @@ const headBlockSamples = 256
 
 // appendText adds a text sample.
 func (s *headSeries) appendText(t int64, x string, q model.Quality) {
-	if s.bulk {
-		s.sealDay(t)
-	}
 	s.push(t, 0, q)
 	s.xs = append(s.xs, x)
 	s.sealIfFull()
 }
 
 func (s *headSeries) append(t int64, v float64, q model.Quality) {
-	if s.bulk {
-		s.sealDay(t)
-	}
 	s.push(t, v, q)
 	s.sealIfFull()
 }
@@ -79,7 +72,7 @@ func (s *headSeries) push(t int64, v float64, q model.Quality) {
 
 // sealIfFull encodes a full tail into a block.
 func (s *headSeries) sealIfFull() {
-	if len(s.ts) >= s.blockSamples() {
+	if !s.raw && len(s.ts) >= headBlockSamples {
 		s.seal()
 	}
 }
@@ -92,7 +85,9 @@ func (s *headSeries) grow() {
 	if c < 64 {
 		c = 64
 	}
-	c = min(c, s.maxTail())
+	if !s.raw && c > headBlockSamples {
+		c = headBlockSamples
+	}
 	ts := make([]int64, len(s.ts), c)
 	copy(ts, s.ts)
 	vs := make([]float64, len(s.vs), c)
@@ -200,7 +195,9 @@ func (s *headSeries) read(from, to int64, out *runInput) {
 }
 
 // tailRange returns the part of the tail that may hold samples in [from,
-// to): found by binary search when s is sorted, else all of it.
+// to): found by binary search when s is sorted (a bulk load's raw head
+// holds a million samples over many days, read a day at a time), else all
+// of it.
 func (s *headSeries) tailRange(from, to int64) (int, int) {
 	if !s.sorted {
 		return 0, len(s.ts)
@@ -211,8 +208,8 @@ func (s *headSeries) tailRange(from, to int64) (int, int) {
 }
 
 // view returns the samples of s in [from, to) without copying them, when
-// s is sorted and has no blocks (a short series); ok is false otherwise.
-// The caller must not change them.
+// s is sorted and has no blocks (a raw head, or a short series); ok is
+// false otherwise. The caller must not change them.
 func (s *headSeries) view(from, to int64) (in runInput, ok bool) {
 	if len(s.blocks) > 0 || !s.sorted {
 		return runInput{}, false
@@ -344,15 +341,14 @@ type head struct {
 	count   int       // series that have samples here
 	born    time.Time // when its first sample arrived
 	frozen  bool
-	// A bulk load's private head (bulk_head.go): its series seal blocks
-	// that spills write as chunks; sealedN and sealedBytes count what its
-	// blocks hold, so that the staging knows what its raw tails hold.
-	bulk        bool
-	sealedN     int
-	sealedBytes int
+	raw     bool // series keep their samples raw (a bulk load's private head)
 }
 
 func newHead() *head { return &head{} }
+
+// newRawHead returns a head whose series are never encoded: a bulk load
+// stages into it and writes it out as soon as it is full.
+func newRawHead() *head { return &head{raw: true} }
 
 // seriesFor returns the series of id, created when missing; the caller
 // holds h.mu for writing.
@@ -364,7 +360,7 @@ func (h *head) seriesFor(id uint32, text bool) *headSeries {
 	}
 	s := h.series[id]
 	if s == nil {
-		s = &headSeries{sorted: true, bulk: h.bulk, text: text}
+		s = &headSeries{sorted: true, raw: h.raw, text: text}
 		if text {
 			s.xs = []string{}
 		}
@@ -377,18 +373,12 @@ func (h *head) seriesFor(id uint32, text bool) *headSeries {
 // appendLocked adds a sample; the caller holds h.mu for writing.
 func (h *head) appendLocked(id uint32, t int64, v float64, q model.Quality, now func() time.Time) {
 	s := h.seriesFor(id, false)
-	nb := len(s.blocks)
 	if s.text {
 		// A numeric sample raced the first text of the tag: it is kept,
 		// as its text.
 		s.appendText(t, strconv.FormatFloat(v, 'g', -1, 64), q)
-	} else if h.bulk {
-		s.appendBulk(t, v, q, h.bulkBlock())
 	} else {
 		s.append(t, v, q)
-	}
-	if h.bulk && len(s.blocks) != nb {
-		h.noteSealed(s, nb)
 	}
 	if h.samples == 0 {
 		h.born = now()
@@ -406,11 +396,7 @@ func (h *head) appendTextLocked(id uint32, t int64, x string, q model.Quality, n
 		// refuses mixed kinds before the WAL; this is the rare race).
 		s.toText()
 	}
-	nb := len(s.blocks)
 	s.appendText(t, x, q)
-	if h.bulk && len(s.blocks) != nb {
-		h.noteSealed(s, nb)
-	}
 	if h.samples == 0 {
 		h.born = now()
 	}

@@ -23,16 +23,14 @@ func (s *headSeries) seal() {
 		return
 	}
 	b := headBlock{base: s.ts[0], minT: s.ts[0], maxT: s.ts[0], n: int32(n)}
-	// A bulk series' tail holds up to bulkWideBlock samples, more than
-	// a live one's.
-	var rel [max(headBlockSamples, bulkWideBlock)]int64
-	var qs [max(headBlockSamples, bulkWideBlock)]uint8
+	var rel [headBlockSamples]int64
+	var qs [headBlockSamples]uint8
 	for i, t := range s.ts {
 		rel[i] = t - b.base
 		b.minT, b.maxT = min(b.minT, t), max(b.maxT, t)
 		qs[i] = uint8(s.qs[i])
 	}
-	var scratch [8 * max(headBlockSamples, bulkWideBlock)]byte
+	var scratch [8 * headBlockSamples]byte
 	p := chunkenc.AppendTimestamps(scratch[:0], rel[:n])
 	if s.text {
 		p = chunkenc.AppendStrings(p, s.xs)

@@ -9,10 +9,11 @@ import (
 
 // copyMinSamples is the size from which a merge of disjoint runs copies a
 // chunk as it is, checksum and all, instead of decoding and encoding it
-// again. Smaller chunks next to each other (flushes of a slow tag) are
-// decoded and cut again together, so that a day merged from many small
-// runs does not keep their small chunks, each costing a header, a
-// checksum and an index entry (joins).
+// again. Smaller chunks (a bulk load's spills of a few dozen samples a
+// tag, a flush of a slow tag) are decoded and cut again with their
+// neighbours, so that a day merged from many small runs does not keep
+// their small chunks, each costing a header, a checksum and an index
+// entry.
 const copyMinSamples = 128
 
 // copySeries writes numeric series id of the merger's runs to rw, copying
@@ -47,10 +48,10 @@ func (db *DB) copySeries(rw *runWriter, m *merger, id uint32, fine uint8) bool {
 	if !copied {
 		return false
 	}
-	for k, x := range pieces {
+	for _, x := range pieces {
 		for i := range x.s.chunks {
 			c := &x.s.chunks[i]
-			if !joins(pieces, k, i) {
+			if c.n >= copyMinSamples {
 				if _, err := x.r.block(c.blockRef); err != nil {
 					return false
 				}
@@ -104,10 +105,10 @@ func (db *DB) copySeries(rw *runWriter, m *merger, id uint32, fine uint8) bool {
 	w.minT, w.prevEnd = pieces[0].s.minT, pieces[0].s.minT
 	w.lastV, w.lastQ = last.lastV, last.lastQ
 
-	for k, x := range pieces {
+	for _, x := range pieces {
 		for i := range x.s.chunks {
 			c := &x.s.chunks[i]
-			if joins(pieces, k, i) {
+			if c.n < copyMinSamples {
 				x.r.decodeChunk(c, &m.d) // decoded above without error
 				pendSamples(w, m.d.ts, m.d.vs, m.d.qs)
 				continue
@@ -117,25 +118,4 @@ func (db *DB) copySeries(rw *runWriter, m *merger, id uint32, fine uint8) bool {
 	}
 	w.finish()
 	return true
-}
-
-// joins reports whether chunk i of pieces[k] is decoded and cut again
-// with its neighbours: a chunk of fewer than copyMinSamples samples next
-// to another such chunk, in the order the pieces are written. A small
-// chunk between two copied ones (a bulk load's raw tail between the
-// blocks of 128 that its spills write as they are, bulk_head.go) is
-// copied too: cut again alone, it would be encoded into the same chunk.
-func joins(pieces []seriesRef, k, i int) bool {
-	small := func(k, i int) bool {
-		for i < 0 && k > 0 {
-			k--
-			i += len(pieces[k].s.chunks)
-		}
-		for k < len(pieces) && i >= len(pieces[k].s.chunks) {
-			i -= len(pieces[k].s.chunks)
-			k++
-		}
-		return i >= 0 && k < len(pieces) && pieces[k].s.chunks[i].n < copyMinSamples
-	}
-	return small(k, i) && (small(k, i-1) || small(k, i+1))
 }

@@ -57,19 +57,6 @@ func pushSamples[Q ~uint8](w *seriesWriter, ts []int64, vs []float64, qs []Q) {
 	if len(ts) == 0 {
 		return
 	}
-	observeSamples(w, ts, vs, qs)
-	if !w.dropRaw {
-		pendSamples(w, ts, vs, qs)
-	}
-}
-
-// observeSamples adds samples after those pushed before to the series'
-// count, totals and cells only: their chunk is written by the caller
-// (copyPayload).
-func observeSamples[Q ~uint8](w *seriesWriter, ts []int64, vs []float64, qs []Q) {
-	if len(ts) == 0 {
-		return
-	}
 	if w.n == 0 {
 		w.minT, w.prevEnd = ts[0], ts[0]
 	}
@@ -91,6 +78,9 @@ func observeSamples[Q ~uint8](w *seriesWriter, ts []int64, vs []float64, qs []Q)
 			}
 			w.cells[len(w.cells)-1].addSample(t, vs[i])
 		}
+	}
+	if !w.dropRaw {
+		pendSamples(w, ts, vs, qs)
 	}
 }
 
@@ -193,15 +183,6 @@ func (w *seriesWriter) copyChunk(r *runFile, c *chunkRef) {
 	w.writePending()
 	w.rw.write(r.data[c.off : c.off+c.len])
 	w.addChunkRef(c.minT, c.maxT, int(c.n), uint64(c.len))
-}
-
-// copyPayload writes an encoded chunk payload of n samples from minT to
-// maxT (times relative to its first, a head block's) as the series' next
-// chunk, after the pending samples.
-func (w *seriesWriter) copyPayload(payload []byte, minT, maxT int64, n int) {
-	w.writePending()
-	_, l := w.rw.block(payload)
-	w.addChunkRef(minT, maxT, n, l)
 }
 
 // addChunkRef adds the index reference of the chunk just written.

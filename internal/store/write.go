@@ -317,7 +317,7 @@ func (tx *Tx) goBulk() error {
 	if tx.private != nil {
 		return nil
 	}
-	tx.private = newBulkHead()
+	tx.private = newRawHead()
 	tx.runs = make(map[int64][]*runFile)
 	if tx.db.following() {
 		tx.txn = tx.db.nextTxn.Add(1)
@@ -424,17 +424,23 @@ func (tx *Tx) stage(pts []model.Point) error {
 	return nil
 }
 
-// full reports whether the private head is to be written out: once its
-// raw tails hold HeadMaxSamples samples and, holding many series, a
-// block's worth a series (bulkBlock, at most bulkMaxRaw ×
-// HeadMaxSamples), or once
-// its sealed blocks hold bulkSealedPerSample × HeadMaxSamples bytes
-// (bulk_head.go). Tails seal at bulkBlockSamples, so a load in time order
-// spills at the bound of its blocks or at the commit.
+// spillPerSeries is how many samples a series has, on average, before a
+// private head of many series is written out: below the 64 its raw tail
+// first makes room for (headSeries.grow), so waiting costs no memory,
+// while every spill of a few samples a series would cost a run whose
+// index and chunks the commit merges again. spillMaxHeads bounds the wait
+// in heads of HeadMaxSamples.
+const (
+	spillPerSeries = 48
+	spillMaxHeads  = 8
+)
+
+// full reports whether the private head is to be written out: at
+// HeadMaxSamples samples, or, holding many series, once they average
+// spillPerSeries samples.
 func (tx *Tx) full() bool {
 	h, most := tx.private, tx.db.opts.HeadMaxSamples
-	raw := h.samples - h.sealedN
-	return raw >= max(most, min(h.count*h.bulkBlock(), bulkMaxRaw*most)) || h.sealedBytes >= bulkSealedPerSample*most
+	return h.samples >= max(most, min(h.count*spillPerSeries, spillMaxHeads*most))
 }
 
 // copyToWAL appends pts to the WAL as data records of the transaction,
@@ -475,7 +481,7 @@ func (tx *Tx) spill() error {
 			tx.staged.add(uint32(id))
 		}
 	}
-	tx.private = newBulkHead()
+	tx.private = newRawHead()
 	done := make(chan error, 1)
 	tx.writing = done
 	go func() {
