@@ -72,3 +72,45 @@ func BenchmarkParseValue(b *testing.B) {
 	}
 	_ = sum
 }
+
+// BenchmarkCSVReaderTags parses rows of 100,000 tags in time order, as
+// `pith bench scale` posts them (a request is 200 minutes of every tag;
+// here 5 minutes a request, the reader reset between them as the import
+// handler's pool does):
+//
+//	go test -run '^$' -bench CSVReaderTags -benchmem ./internal/ingest/
+func BenchmarkCSVReaderTags(b *testing.B) {
+	const tags, minutes = 100_000, 5
+	var data []byte
+	for m := range minutes {
+		for i := range tags {
+			data = append(data, "scale.t"...)
+			data = strconv.AppendInt(data, int64(i), 10)
+			data = append(data, ',')
+			data = strconv.AppendInt(data, 1577836800000+int64(m)*60_000, 10)
+			data = append(data, ',')
+			data = strconv.AppendFloat(data, float64((i*7919+m)%100000)/100, 'f', -1, 64)
+			data = append(data, '\n')
+		}
+	}
+	br := bytes.NewReader(data)
+	c := NewCSVReader(br)
+	batch := make([]model.Point, 0, 65536)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		br.Reset(data)
+		c.Reset(br)
+		for {
+			_, err := c.Next(batch[:0], cap(batch))
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(tags*minutes)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
