@@ -254,14 +254,34 @@ func goldenDirTexts() (runs1, runs2, walOnly []model.TextPoint) {
 
 func TestGoldenDataDirV4(t *testing.T) {
 	if os.Getenv("PITH_UPDATE_GOLDEN") != "" {
-		writeGoldenDataDirV4(t)
+		writeGoldenTextDir(t, goldenDataDirV4, 4)
 	}
-	rep, err := Verify(goldenDataDirV4)
+	checkGoldenTextDir(t, goldenDataDirV4)
+}
+
+// goldenDataDirV5 is a backup written by format version 5, the points and
+// texts of goldenDataDirV4 with its WAL tail in packed data records.
+// `PITH_UPDATE_GOLDEN=1 go test -run TestGoldenDataDirV5 ./internal/store`
+// rewrites it while FormatVersion is 5.
+const goldenDataDirV5 = "testdata/format/datadir-v5"
+
+func TestGoldenDataDirV5(t *testing.T) {
+	if os.Getenv("PITH_UPDATE_GOLDEN") != "" {
+		writeGoldenTextDir(t, goldenDataDirV5, 5)
+	}
+	checkGoldenTextDir(t, goldenDataDirV5)
+}
+
+// checkGoldenTextDir verifies, restores and opens the golden backup in dir
+// written by writeGoldenTextDir, and expects its points and texts.
+func checkGoldenTextDir(t *testing.T, dir string) {
+	t.Helper()
+	rep, err := Verify(dir)
 	if err != nil || !rep.OK() || !rep.Backup {
 		t.Fatalf("verify golden: %v %+v", err, rep)
 	}
 	dst := t.TempDir() + "/d"
-	if _, err := Restore(goldenDataDirV4, dst, RestoreOptions{}); err != nil {
+	if _, err := Restore(dir, dst, RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	db, err := Open(dst, testOptions())
@@ -301,10 +321,12 @@ func TestGoldenDataDirV4(t *testing.T) {
 	}
 }
 
-func writeGoldenDataDirV4(t *testing.T) {
+// writeGoldenTextDir writes the golden backup of format version into dir:
+// numbers and texts in two days of runs and a WAL tail.
+func writeGoldenTextDir(t *testing.T, dir string, version int) {
 	t.Helper()
-	if FormatVersion != 4 {
-		t.Fatalf("FormatVersion is %d: add a new golden folder, keep %s", FormatVersion, goldenDataDirV4)
+	if FormatVersion != version {
+		t.Fatalf("FormatVersion is %d: add a new golden folder, keep %s", FormatVersion, dir)
 	}
 	db, err := Open(t.TempDir(), testOptions())
 	if err != nil {
@@ -331,10 +353,10 @@ func writeGoldenDataDirV4(t *testing.T) {
 	if err := db.WriteText(ctx, tc); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.RemoveAll(goldenDataDirV4); err != nil {
+	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.backup(ctx, goldenDataDirV4, false); err != nil {
+	if _, err := db.backup(ctx, dir, false); err != nil {
 		t.Fatal(err)
 	}
 }
