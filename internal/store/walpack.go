@@ -271,7 +271,7 @@ func (d *dataRecord) nextPacked() (key int, t int64, v float64, q model.Quality,
 	if err != nil {
 		return 0, 0, 0, 0, err
 	}
-	if k < 0 || k > 1<<32+int64(len(d.names)) {
+	if k < 0 || k > 1<<32+int64(len(d.names)) || k > math.MaxInt { // as in next
 		return 0, 0, 0, 0, fmt.Errorf("bad key in data record")
 	}
 	if t, err = c.times.next(); err != nil {

@@ -147,7 +147,9 @@ func randomRecordPoints(r *rand.Rand) ([]model.Point, []model.TextPoint) {
 		}
 	}
 	if r.Intn(8) == 0 {
-		tags[0] = "#" + strconv.Itoa(math.MaxUint32)
+		// The largest series id a key holds: 2^32-1, or on a 32-bit
+		// board what fits an int beside the record's names.
+		tags[0] = "#" + strconv.FormatUint(min(math.MaxUint32, uint64(math.MaxInt)-64), 10)
 	}
 	t := r.Int63n(1<<45) - 1<<44
 	times := r.Intn(4)

@@ -226,7 +226,9 @@ func (d *dataRecord) next() (key int, t int64, v float64, q model.Quality, err e
 	}
 	b := d.body
 	k, n := binary.Uvarint(b)
-	if n <= 0 || k > 1<<32+uint64(len(d.names)) {
+	// A key must fit an int: on a 32-bit board a series id past 2^31
+	// (which no store of that size reaches) is refused, not wrapped.
+	if n <= 0 || k > 1<<32+uint64(len(d.names)) || k > math.MaxInt {
 		return 0, 0, 0, 0, fmt.Errorf("bad key in data record")
 	}
 	b = b[n:]
