@@ -165,14 +165,7 @@ func appendPackedRecord(dst []byte, typ byte, txn uint64, pts []model.Point, tpt
 	}
 	s.keys, s.times, s.flags = keys.end(s.keys), times.end(s.times), flags.end(s.flags)
 
-	dst = append(dst, typ)
-	dst = binary.AppendUvarint(dst, txn)
-	dst = binary.AppendUvarint(dst, uint64(len(order)))
-	for _, n := range order {
-		dst = binary.AppendUvarint(dst, uint64(len(n)))
-		dst = append(dst, n...)
-	}
-	dst = binary.AppendUvarint(dst, uint64(len(pts)+len(tpts)))
+	dst = appendRecordHead(dst, typ, txn, order, len(pts)+len(tpts))
 	dst = binary.AppendUvarint(dst, uint64(len(s.keys)))
 	dst = binary.AppendUvarint(dst, uint64(len(s.times)))
 	dst = binary.AppendUvarint(dst, uint64(len(s.flags)))

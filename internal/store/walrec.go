@@ -64,6 +64,20 @@ func appendDataRecordIDs(dst []byte, txn uint64, pts []model.Point, names map[st
 	return appendMixedRecord(dst, txn, pts, nil, names, order, id)
 }
 
+// appendRecordHead appends what both data record layouts start with: the
+// type byte, the transaction, the names written in full, and the count of
+// points.
+func appendRecordHead(dst []byte, typ byte, txn uint64, order []string, points int) []byte {
+	dst = append(dst, typ)
+	dst = binary.AppendUvarint(dst, txn)
+	dst = binary.AppendUvarint(dst, uint64(len(order)))
+	for _, n := range order {
+		dst = binary.AppendUvarint(dst, uint64(len(n)))
+		dst = append(dst, n...)
+	}
+	return binary.AppendUvarint(dst, uint64(points))
+}
+
 // appendMixedRecord encodes numeric points, then text points, as one data
 // record (text values are point kind 3). This is the layout of Pith before
 // data directory format 5, which reads it still; the store now writes
@@ -71,14 +85,7 @@ func appendDataRecordIDs(dst []byte, txn uint64, pts []model.Point, names map[st
 // golden files of the older layout.
 func appendMixedRecord(dst []byte, txn uint64, pts []model.Point, tpts []model.TextPoint, names map[string]int, order []string, id func(string) (uint32, bool)) []byte {
 	order = recordNames(pts, tpts, names, order, id)
-	dst = append(dst, recData)
-	dst = binary.AppendUvarint(dst, txn)
-	dst = binary.AppendUvarint(dst, uint64(len(order)))
-	for _, n := range order {
-		dst = binary.AppendUvarint(dst, uint64(len(n)))
-		dst = append(dst, n...)
-	}
-	dst = binary.AppendUvarint(dst, uint64(len(pts)+len(tpts)))
+	dst = appendRecordHead(dst, recData, txn, order, len(pts)+len(tpts))
 	var prev int64
 	for i := range pts {
 		p := &pts[i]
