@@ -305,7 +305,16 @@ func captureDir(dir string, walExtents func(from uint32) ([]wal.Extent, error)) 
 			snap.items = append(snap.items, snapItem{rel: d + "/" + e.Name(), data: buf})
 		}
 	}
-	for _, name := range m.Runs {
+	files := map[string]bool{}
+	for _, entry := range m.Runs {
+		name, _, _, _, err := parseListName(entry)
+		if err != nil {
+			return nil, &CorruptionError{File: filepath.Join(dir, "MANIFEST"), Err: err}
+		}
+		if files[name] {
+			continue // a pack, listed once for each of its runs
+		}
+		files[name] = true
 		path := filepath.Join(dir, "runs", name)
 		f, err := os.Open(path)
 		if err != nil {

@@ -33,6 +33,9 @@ var errMergeAborted = errors.New("merge aborted: the store is closing")
 type mergeJob struct {
 	p    int64
 	runs []*runFile
+	// pack makes it a pack job (pack.go): runs, one a day, of one month,
+	// are copied into a new pack.
+	pack bool
 }
 
 // requestMerge wakes the merge loop: an install changed a day's runs.
@@ -90,13 +93,23 @@ func (db *DB) mergeOne() (did bool, wait time.Duration) {
 		db.mergeHook(job)
 	}
 
-	m, err := db.mergeRuns(job.p, job.runs, false, db.stop)
+	var m *runFile
+	var made []*runFile
+	var err error
+	if job.pack {
+		made, err = db.packJob(job, db.stop)
+	} else {
+		m, err = db.mergeRuns(job.p, job.runs, false, db.stop)
+	}
 
 	db.flushMu.Lock()
 	defer db.flushMu.Unlock()
 	defer db.mergeDone.Broadcast()
 	db.merging = nil
-	if err == nil {
+	switch {
+	case err == nil && job.pack:
+		err = db.installPack(job, made)
+	case err == nil:
 		err = db.replaceRuns(job.p, job.runs, m)
 	}
 	if err == nil {
@@ -152,6 +165,13 @@ func (db *DB) nextMerge() (job *mergeJob, wait time.Duration) {
 	if job != nil {
 		return job, 0
 	}
+	pj, pwait := db.nextPack(false)
+	if pj != nil {
+		return pj, 0
+	}
+	if pwait > 0 && (wait == 0 || pwait < wait) {
+		wait = pwait
+	}
 	return nil, wait
 }
 
@@ -174,6 +194,15 @@ func (db *DB) mergeMeets(added map[int64][]*runFile) bool {
 	if job == nil {
 		return false
 	}
+	if job.pack {
+		// Runs that meet a run being packed would be merged with it.
+		for p, rs := range added {
+			if job.holds(p) && !disjoint(append(slices.Clone(db.parts[p]), rs...)) {
+				return true
+			}
+		}
+		return false
+	}
 	rs, ok := added[job.p]
 	if !ok {
 		return false
@@ -186,8 +215,9 @@ func (db *DB) mergeMeets(added map[int64][]*runFile) bool {
 // merge they met, another flusher wrote the head.
 var errMergeMet = errors.New("the head was flushed while its runs waited for a merge")
 
-// compactAll merges every day with several runs into one, in the caller's
-// goroutine (Close, once the merge loop stopped).
+// compactAll merges every day with several runs into one, then packs the
+// closed months, in the caller's goroutine (Close, once the merge loop
+// stopped).
 func (db *DB) compactAll() error {
 	db.flushMu.Lock()
 	defer db.flushMu.Unlock()
@@ -209,5 +239,8 @@ func (db *DB) compactAll() error {
 			return err
 		}
 	}
-	return nil
+	db.flushMu.Unlock()
+	err := db.packAll()
+	db.flushMu.Lock()
+	return err
 }

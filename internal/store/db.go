@@ -90,6 +90,9 @@ type DB struct {
 	// touched is when each day last took a run (compact leaves a day
 	// being written alone); guarded by flushMu.
 	touched map[int64]time.Time
+	// packs are the month packs MANIFEST lists runs of (pack.go),
+	// guarded by flushMu.
+	packs map[string]*packFile
 
 	// orderMu orders commits: applies happen in WAL commit order.
 	orderMu    sync.Mutex
@@ -215,6 +218,7 @@ func Open(dir string, opts Options) (_ *DB, err error) {
 		active:     newHead(),
 		parts:      make(map[int64][]*runFile),
 		touched:    make(map[int64]time.Time),
+		packs:      make(map[string]*packFile),
 		inflight:   make(map[uint64]wal.Pos),
 		lastTicket: closedChan(),
 		flushReq:   make(chan struct{}, 1),
@@ -388,8 +392,9 @@ func (db *DB) openRuns(m *manifest) error {
 	db.tombstones = m.Deletes
 	live := make(map[string]bool, len(m.Runs))
 	for _, name := range m.Runs {
-		live[name] = true
-		r, err := openRun(db.fs, filepath.Join(db.dir, "runs", name))
+		file, _, _, packed, _ := parseListName(name)
+		live[file] = true
+		r, err := db.openListed(name)
 		if err != nil {
 			var ce *CorruptionError
 			if errors.As(err, &ce) {
@@ -398,6 +403,9 @@ func (db *DB) openRuns(m *manifest) error {
 				db.log.Error("run file unreadable, its data is skipped", "err", err)
 				db.stats.CorruptBlocks.Add(1)
 				db.broken = append(db.broken, name)
+				if packed {
+					db.packRef(file).live++ // its pack stays while it is listed
+				}
 				continue
 			}
 			return err

@@ -148,7 +148,7 @@ func (db *DB) deleteLocked(t tombstone) (int64, error) {
 	// Rewrite each day whose runs hold samples in the range as one run,
 	// once no merge of one of them is in flight.
 	days := db.daysHolding(id, t.From, t.To)
-	for db.merging != nil && slices.Contains(days, db.merging.p) {
+	for db.merging != nil && slices.ContainsFunc(days, db.merging.holds) {
 		db.mergeDone.Wait()
 		days = db.daysHolding(id, t.From, t.To)
 	}

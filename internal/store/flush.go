@@ -535,7 +535,7 @@ func (db *DB) install(added, replaced map[int64][]*runFile, swap func(), checkpo
 	}
 	for _, rs := range next {
 		for _, r := range rs {
-			m.Runs = append(m.Runs, filepath.Base(r.path))
+			m.Runs = append(m.Runs, r.listName())
 		}
 	}
 	m.Runs = append(m.Runs, db.broken...)
@@ -559,10 +559,13 @@ func (db *DB) install(added, replaced map[int64][]*runFile, swap func(), checkpo
 		for _, r := range rs {
 			db.cache.dropRun(r)
 			r.close()
-			if db.backups > 0 {
-				db.backupKept = append(db.backupKept, r.path) // removed when it ends
-			} else {
-				db.fs.Remove(r.path)
+			path := db.releaseRun(r)
+			switch {
+			case path == "": // its pack holds other runs still
+			case db.backups > 0:
+				db.backupKept = append(db.backupKept, path) // removed when it ends
+			default:
+				db.fs.Remove(path)
 			}
 		}
 	}
@@ -601,7 +604,7 @@ func (db *DB) enforceRetention() error {
 	defer db.flushMu.Unlock()
 	now := db.opts.Now()
 	for p, runs := range db.parts {
-		if db.merging != nil && db.merging.p == p {
+		if db.merging != nil && db.merging.holds(p) {
 			continue // the next round
 		}
 		end := (p + 1) * partitionMs

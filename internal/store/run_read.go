@@ -80,6 +80,12 @@ type runFile struct {
 	size   int64
 	data   []byte
 	mapped bool
+	// A run in a pack (pack.go) is the bytes [base, base+size) of the
+	// pack's file at path; mapping is what was mapped for it (data plus
+	// the page-aligned bytes before it), and pack counts the pack's runs.
+	base    int64
+	mapping []byte
+	pack    *packFile
 	// parsed is what parseIndex read; openRun moves it to idx.
 	parsed []runSeries
 	// Read from the index once: whether a series with rollups still has
@@ -116,7 +122,7 @@ func (r *runFile) index() []runSeries {
 		if f, err = os.Open(r.path); err == nil {
 			err = t.loadIndex(func(off, n int64) ([]byte, error) {
 				b := make([]byte, n)
-				_, err := f.ReadAt(b, off)
+				_, err := f.ReadAt(b, r.base+off)
 				return b, err
 			})
 			f.Close()
@@ -162,31 +168,64 @@ func (r *runFile) samples() int64 {
 // openRun opens a run file: memory-mapped on the real filesystem, so that
 // only the pages queries touch use memory; read whole on any other.
 func openRun(fs vfs.FS, path string) (*runFile, error) {
-	r := &runFile{path: path}
+	return openRunAt(fs, path, 0, -1)
+}
+
+// openRunAt opens the run held in bytes [base, base+size) of the file at
+// path (a pack's run, pack.go); a negative size is the whole file.
+func openRunAt(fs vfs.FS, path string, base, size int64) (*runFile, error) {
+	r := &runFile{path: path, base: base, size: size}
+	var f interface {
+		io.ReaderAt
+		Close() error
+	}
+	var n int64
+	var of *os.File
 	if isOS(fs) {
-		f, err := os.Open(path)
+		var err error
+		if of, err = os.Open(path); err != nil {
+			return nil, fmt.Errorf("open run: %w", err)
+		}
+		st, err := of.Stat()
+		if err != nil {
+			of.Close()
+			return nil, fmt.Errorf("stat run: %w", err)
+		}
+		f, n = of, st.Size()
+	} else {
+		vf, err := vfs.Open(fs, path)
 		if err != nil {
 			return nil, fmt.Errorf("open run: %w", err)
 		}
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
+		if n, err = vf.Size(); err != nil {
+			vf.Close()
 			return nil, fmt.Errorf("stat run: %w", err)
 		}
-		r.size = st.Size()
-		if r.size < runHeaderSize+2*runFooterSize {
-			return nil, &CorruptionError{File: path, Offset: 0, Err: errors.New("file too short")}
-		}
-		data, err := syscall.Mmap(int(f.Fd()), 0, int(r.size), syscall.PROT_READ, syscall.MAP_SHARED)
+		f = vf
+	}
+	defer f.Close()
+	if r.size < 0 {
+		r.size = n - base
+	}
+	if base < 0 || base+r.size > n {
+		return nil, &CorruptionError{File: path, Offset: base, Err: fmt.Errorf("run of %d bytes at %d is past the file's end (%d)", r.size, base, n)}
+	}
+	if r.size < runHeaderSize+2*runFooterSize {
+		return nil, &CorruptionError{File: path, Offset: base, Err: errors.New("file too short")}
+	}
+	if of != nil {
+		// The mapping starts at the page holding base.
+		pg := base &^ int64(os.Getpagesize()-1)
+		m, err := syscall.Mmap(int(of.Fd()), pg, int(base-pg+r.size), syscall.PROT_READ, syscall.MAP_SHARED)
 		if err != nil {
 			return nil, fmt.Errorf("map run: %w", err)
 		}
-		r.data, r.mapped = data, true
+		r.mapping, r.data, r.mapped = m, m[base-pg:], true
 		// The footer and index are read, not touched through the mapping:
 		// a store of a thousand days then costs no resident index pages.
 		err = r.loadIndex(func(off, n int64) ([]byte, error) {
 			b := make([]byte, n)
-			_, err := f.ReadAt(b, off)
+			_, err := f.ReadAt(b, base+off)
 			return b, err
 		})
 		if err != nil {
@@ -196,13 +235,9 @@ func openRun(fs vfs.FS, path string) (*runFile, error) {
 		r.keepParsed()
 		return r, nil
 	}
-	data, err := readFile(fs, path)
-	if err != nil {
+	r.data = make([]byte, r.size)
+	if _, err := f.ReadAt(r.data, base); err != nil && err != io.EOF {
 		return nil, fmt.Errorf("open run: %w", err)
-	}
-	r.data, r.size = data, int64(len(data))
-	if r.size < runHeaderSize+2*runFooterSize {
-		return nil, &CorruptionError{File: path, Offset: 0, Err: errors.New("file too short")}
 	}
 	if err := r.loadIndex(func(off, n int64) ([]byte, error) { return r.data[off : off+n], nil }); err != nil {
 		r.close()
@@ -220,9 +255,9 @@ func (r *runFile) keepParsed() {
 
 func (r *runFile) close() {
 	if r.mapped && r.data != nil {
-		syscall.Munmap(r.data)
+		syscall.Munmap(r.mapping)
 	}
-	r.data = nil
+	r.data, r.mapping = nil, nil
 }
 
 // loadIndex tries both footers and both index copies.

@@ -197,14 +197,21 @@ func verifyStore(dir string, rep *VerifyReport) {
 	}
 	listed := make(map[string]bool, len(m.Runs))
 	for _, name := range m.Runs {
-		listed[name] = true
-		path := filepath.Join(dir, "runs", name)
-		if _, err := os.Stat(path); err != nil {
-			rep.problem("runs/%s: listed in MANIFEST but missing", name)
+		file, base, size, _, err := parseListName(name)
+		if err != nil {
+			rep.problem("MANIFEST: %v", err)
 			continue
 		}
-		count(path)
-		for _, p := range verifyRun(path, names) {
+		path := filepath.Join(dir, "runs", file)
+		if _, err := os.Stat(path); err != nil {
+			rep.problem("runs/%s: listed in MANIFEST but missing", file)
+			continue
+		}
+		if !listed[file] {
+			count(path)
+		}
+		listed[file] = true
+		for _, p := range verifyRun(path, base, size, names) {
 			rep.problem("runs/%s: %s", name, p)
 		}
 	}
@@ -262,9 +269,9 @@ func verifyWAL(dir string, checkpoint uint32, rep *VerifyReport, count func(stri
 // verifyRun checks a run's header, both footers, both index copies and
 // every block; names is the number of series in the series file, or -1
 // when it could not be read.
-func verifyRun(path string, names int) []string {
+func verifyRun(path string, base, size int64, names int) []string {
 	var out []string
-	r, err := openRun(vfs.OS{}, path)
+	r, err := openRunAt(vfs.OS{}, path, base, size)
 	if err != nil {
 		return []string{fmt.Sprintf("unreadable: %v", err)}
 	}

@@ -11,7 +11,7 @@ import (
 // keeps reading every older version, and an older Pith refuses a newer
 // one with ErrNewerFormat instead of misreading it. The history is in
 // docs/format/store.md ("Versions").
-const FormatVersion = 5
+const FormatVersion = 6
 
 // formatDeletes is the first version with delete records in the WAL and
 // tombstones in MANIFEST. A directory stays at version 1 until its first
@@ -37,6 +37,12 @@ const formatText = 4
 // record is written, since an older Pith would skip those records without
 // a word (it takes them for records of the followers).
 const formatPacked = 5
+
+// formatPacks is the first version whose MANIFEST lists runs in month
+// packs ("<pack>@<offset>+<length>", pack.go). A directory is raised to
+// it before its first pack is installed, since an older Pith would take
+// such an entry for a missing file.
+const formatPacks = 6
 
 // ErrNewerFormat is wrapped by the error of a data directory or backup
 // written by a newer Pith.
