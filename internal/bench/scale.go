@@ -161,9 +161,9 @@ func RunScale(ctx context.Context, o ScaleOptions) (*ScaleResult, error) {
 	return res, nil
 }
 
-// scaleT0 is the first time stamp of generated history: 2020-01-01 UTC,
+// scaleT0 is the first time stamp of generated history: 2016-01-01 UTC,
 // so ten years end before the present.
-const scaleT0 = int64(1577836800000)
+const scaleT0 = int64(1451606400000)
 
 // scaleGen generates history: tags tags, one sample every step seconds,
 // time-major (as live data arrives), a random walk per tag with two

@@ -102,7 +102,7 @@ func (c *logCapture) dump() string {
 }
 
 // corruptDays are the two day partitions of the corruption store.
-var corruptDays = [2]int64{19675, 19676}
+var corruptDays = [2]int64{19691, 19692} // 2023-11-30 and 2023-12-01: months of one day each stay unpacked
 
 var corruptTags = []string{"a.temp", "b.flow", "c.level"}
 

@@ -404,7 +404,9 @@ func (db *DB) openRuns(m *manifest) error {
 				db.stats.CorruptBlocks.Add(1)
 				db.broken = append(db.broken, name)
 				if packed {
-					db.packRef(file).live++ // its pack stays while it is listed
+					pk := db.packRef(file) // its pack stays while it is listed
+					pk.live++
+					pk.pinned++
 				}
 				continue
 			}

@@ -51,7 +51,19 @@ type packFile struct {
 	size      int64
 	live      int
 	liveBytes int64
+	// pinned counts the runs of live that could not be read at Open
+	// (db.broken): they stay listed, so the pack stays, and no job can
+	// move them.
+	pinned int
 }
+
+// foldable reports whether a pack job may fold pk: it holds runs a job
+// can move, and it is small or holds more dead bytes than live.
+func (pk *packFile) foldable() bool {
+	return pk.live > pk.pinned && (pk.size < packMax/2 || pk.deadHeavy())
+}
+
+func (pk *packFile) deadHeavy() bool { return pk.liveBytes < pk.size-pk.liveBytes }
 
 // listName is how MANIFEST lists r.
 func (r *runFile) listName() string {
@@ -168,7 +180,7 @@ func (db *DB) nextPack(force bool) (job *mergeJob, wait time.Duration) {
 		return months[m]
 	}
 	for _, pk := range db.packs {
-		if pk.size < packMax/2 || pk.liveBytes < pk.size-pk.liveBytes {
+		if pk.foldable() {
 			get(pk.month).packs[pk] = true
 		}
 	}
@@ -201,7 +213,7 @@ func (db *DB) nextPack(force bool) (job *mergeJob, wait time.Duration) {
 		}
 		fold := len(m.packs) >= packsPerMonth
 		for pk := range m.packs {
-			if pk.liveBytes < pk.size-pk.liveBytes {
+			if pk.deadHeavy() {
 				fold = true
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pith-historian/pith/internal/model"
+	"github.com/pith-historian/pith/internal/store/vfs"
 )
 
 // packDay0 is 2025-01-01, the first day the pack tests write.
@@ -307,4 +308,113 @@ func TestPackConcurrent(t *testing.T) {
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify: %v %v", err, rep.Problems)
 	}
+}
+
+// TestPackDamage: a damaged byte in one packed run costs that run's chunk
+// only, and a packed run that cannot be read at all stays listed, its pack
+// kept, while the other runs of the pack are read and rewritten.
+func TestPackDamage(t *testing.T) {
+	base := t.TempDir()
+	m := naive{}
+	db, err := Open(base, packOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePackDays(t, db, m, 0, 3)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mf, err := os.ReadFile(filepath.Join(base, "MANIFEST"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := decodeManifest(mf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The run of day 1 (entries sort by name: pick by part).
+	var entry, file string
+	var off, size int64
+	for _, e := range man.Runs {
+		f, b, n, packed, err := parseListName(e)
+		if err != nil || !packed {
+			t.Fatalf("entry %q: packed %v, %v", e, packed, err)
+		}
+		r, err := openRunAt(vfs.OS{}, filepath.Join(base, "runs", f), b, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.part == packDay0+1 {
+			entry, file, off, size = e, f, b, n
+		}
+		r.close()
+	}
+	if entry == "" {
+		t.Fatal("no packed run of day 1")
+	}
+
+	t.Run("chunk", func(t *testing.T) {
+		dir := copyDir(t, base)
+		path := filepath.Join(dir, "runs", file)
+		r, err := openRunAt(vfs.OS{}, path, off, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := r.index()[0] // pk.a
+		c := s.chunks[len(s.chunks)/2]
+		r.close()
+		flipByte(t, path, off+int64(c.off)+6)
+		rep, err := Verify(dir)
+		if err != nil || rep.OK() || !strings.Contains(strings.Join(rep.Problems, "\n"), entry) {
+			t.Fatalf("verify does not name %s: %v %v", entry, err, rep.Problems)
+		}
+		db, err := Open(dir, packOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		checkAllBut(t, db, m, []lostRange{{"pk.a", c.minT, c.maxT}})
+	})
+
+	t.Run("footers", func(t *testing.T) {
+		dir := copyDir(t, base)
+		path := filepath.Join(dir, "runs", file)
+		flipByte(t, path, off+size-1)
+		flipByte(t, path, off+size-runFooterSize-1)
+		db, err := Open(dir, packOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		day := (packDay0 + 1) * partitionMs
+		lost := []lostRange{{"pk.a", day, day + partitionMs - 1}, {"pk.b", day, day + partitionMs - 1}}
+		checkAllBut(t, db, m, lost)
+		// Late samples rewrite days 0 and 2 out of the pack.
+		late := []model.Point{{Tag: "pk.a", T: packDay0*partitionMs + 7, V: 1}, {Tag: "pk.a", T: (packDay0+2)*partitionMs + 7, V: 2}}
+		if err := db.Write(context.Background(), late); err != nil {
+			t.Fatal(err)
+		}
+		m2 := naive{}
+		for tag, ss := range m {
+			m2[tag] = map[int64]model.Sample{}
+			for ts, s := range ss {
+				m2[tag][ts] = s
+			}
+		}
+		m2.write(late)
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("the pack of an unreadable run was removed: %v", err)
+		}
+		db, err = Open(dir, packOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		checkAllBut(t, db, m2, lost)
+		if len(db.broken) != 1 || db.broken[0] != entry {
+			t.Fatalf("broken runs %v, want [%s]", db.broken, entry)
+		}
+	})
 }
