@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -230,10 +231,10 @@ func (db *DB) nextPack(force bool) (job *mergeJob, wait time.Duration) {
 			continue
 		}
 		slices.SortFunc(runs, func(a, b *runFile) int {
-			if a.part != b.part {
-				return int(a.part - b.part)
+			if c := cmp.Compare(a.part, b.part); c != 0 {
+				return c
 			}
-			return int(a.seq) - int(b.seq)
+			return cmp.Compare(a.seq, b.seq)
 		})
 		var n int64
 		for i, r := range runs {
