@@ -401,7 +401,26 @@ func (q *query) addRun(r *runFile, rs *runSeries, p int64) {
 	if q.sumsOnly && rs.fine != noTier && int(rs.fine) < top {
 		top--
 	}
-	for i := bb.index(lo); i <= bb.index(hi); i++ {
+	i0, i1 := bb.index(lo), bb.index(hi)
+	if q.sumsOnly && i1 > i0 && lo == rs.minT && hi == rs.maxT {
+		// The series' samples here lie whole in the query and bucket edges
+		// cut them: the last bucket's count and sum are the run's total
+		// less the others', so each edge is read once, not from both
+		// sides (a chart over years has one edge in most days it cuts).
+		rest := rs.total()
+		for i := i0; i < i1; i++ {
+			var part acc
+			q.addRange(r, rs, top, max(bb.b[i], pStart), min(bb.b[i+1], pEnd), &part)
+			q.accs[i].merge(&part)
+			rest.n -= part.n
+			rest.sum -= part.sum
+		}
+		if rest.n > 0 {
+			q.accs[i1].merge(&acc{n: rest.n, sum: rest.sum, firstK: bb.b[i1], first: rest.last, lastK: rest.lastK, last: rest.last})
+		}
+		return
+	}
+	for i := i0; i <= i1; i++ {
 		a, b := bb.b[i], bb.b[i+1]
 		if a < pStart {
 			a = pStart
