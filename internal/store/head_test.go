@@ -75,10 +75,54 @@ func TestHeadBlocksModel(t *testing.T) {
 		}
 	}
 	check("in the head")
+	// Rotated out, the head is sorted by its flush, not by the rotation:
+	// held off here (flushMu), it is read unsorted, under its lock.
+	db.flushMu.Lock()
+	db.rotate()
+	db.mu.RLock()
+	unsorted := len(db.frozen) == 1 && !db.frozen[0].sorted.Load()
+	db.mu.RUnlock()
+	if !unsorted {
+		db.flushMu.Unlock()
+		t.Fatal("the rotated head is sorted before its flush")
+	}
+	check("in a frozen head not yet sorted")
+	db.flushMu.Unlock()
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	check("flushed")
+}
+
+// TestSealStagger: series written together (one sample of each per write,
+// as a live batch) seal their first blocks over sealStagger writes, not
+// all at the one write where their tails fill.
+func TestSealStagger(t *testing.T) {
+	const series = 10000
+	h := newHead()
+	blocks := 0
+	most := 0
+	for k := range 2 * headBlockSamples {
+		h.mu.Lock()
+		for id := range uint32(series) {
+			h.appendLocked(id, int64(k), float64(k), model.QualityGood, time.Now)
+		}
+		n := 0
+		for _, s := range h.series {
+			if s != nil {
+				n += len(s.blocks)
+			}
+		}
+		h.mu.Unlock()
+		most = max(most, n-blocks)
+		blocks = n
+	}
+	if want := (series + sealStagger - 1) / sealStagger; most > want {
+		t.Errorf("one write sealed %d blocks, want at most %d", most, want)
+	}
+	if blocks < series {
+		t.Errorf("%d blocks after %d samples a series, want at least %d", blocks, 2*headBlockSamples, series)
+	}
 }
 
 // openHeadDB opens a store in a temporary directory whose head is flushed
