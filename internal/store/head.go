@@ -431,6 +431,13 @@ func (h *head) size() (int, time.Time) {
 	return h.samples, h.born
 }
 
+// fill returns the number of samples and of series in the head.
+func (h *head) fill() (samples, count int) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.samples, h.count
+}
+
 // freeze sorts every series so the head can be read without locks.
 func (h *head) freeze() {
 	h.mu.Lock()

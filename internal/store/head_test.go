@@ -138,3 +138,16 @@ func openHeadDB(tb testing.TB) *DB {
 	}
 	return db
 }
+
+// TestHeadLimit: an active head of many series waits for livePerSeries
+// samples a series, within liveMaxHeads heads.
+func TestHeadLimit(t *testing.T) {
+	db := &DB{opts: Options{HeadMaxSamples: 1 << 20}}
+	for _, c := range []struct{ count, want int }{
+		{0, 1 << 20}, {1, 1 << 20}, {2048, 1 << 20}, {4096, 2 << 20}, {10000, 4 << 20}, {100000, 4 << 20},
+	} {
+		if got := db.headLimit(c.count); got != c.want {
+			t.Errorf("headLimit(%d) = %d, want %d", c.count, got, c.want)
+		}
+	}
+}
