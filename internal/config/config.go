@@ -283,7 +283,8 @@ type Store struct {
 	// data a power cut may lose.
 	CommitInterval Duration `toml:"commit_interval"`
 	// HeadMaxSamples is the number of in-memory samples beyond which the
-	// head is flushed to chunks.
+	// head is flushed to chunks (up to 4 times more while it holds many
+	// tags: store.Options.HeadMaxSamples).
 	HeadMaxSamples int `toml:"head_max_samples"`
 	// HeadMaxAge flushes the head when its oldest sample arrived this long
 	// ago, so that a quiet plant still reaches the chunks.

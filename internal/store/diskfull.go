@@ -114,20 +114,20 @@ func (db *DB) FreeBytes() (int64, error) {
 }
 
 // headRoom refuses a commit while flushing fails for lack of space and
-// the unflushed heads already hold twice HeadMaxSamples: taking more would
+// the unflushed heads already hold twice a full head (headLimit): taking more would
 // grow memory without bound. Writes resume once a flush succeeds.
 func (db *DB) headRoom() error {
 	if !db.nospace.flush.Load() {
 		return nil
 	}
 	db.mu.RLock()
-	n, _ := db.active.size()
+	n, count := db.active.fill()
 	for _, f := range db.frozen {
 		k, _ := f.size()
 		n += k
 	}
 	db.mu.RUnlock()
-	if n < 2*db.opts.HeadMaxSamples {
+	if n < 2*db.headLimit(count) {
 		return nil
 	}
 	return &diskFullError{fmt.Errorf("write refused: the in-memory head is full and cannot be flushed: %w", syscall.ENOSPC)}

@@ -45,7 +45,12 @@ func (db *DB) rotate() {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	h := db.active
-	h.freeze()
+	// Not sorted here: the flush does it (sortFrozen), outside the locks
+	// every commit takes. No write reaches h any more: applies hold db.mu
+	// for reading, and the next finds the new active head.
+	h.mu.Lock()
+	h.frozen = true
+	h.mu.Unlock()
 	db.frozen = append(db.frozen, &frozenHead{head: h, checkpoint: cp})
 	db.active = newHead()
 	select {
@@ -165,6 +170,7 @@ func (db *DB) flushFrozenLocked() error {
 // flusher wrote the head meanwhile, the runs are removed and errMergeMet
 // tells the caller to look again.
 func (db *DB) flushHead(fh *frozenHead) error {
+	fh.sortFrozen()
 	added, err := db.writeHeadRuns(fh.series, true)
 	if err != nil {
 		return err

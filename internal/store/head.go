@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pith-historian/pith/internal/model"
@@ -35,6 +36,9 @@ type headSeries struct {
 	// a bulk load, which is written out as soon as it is full and whose
 	// staging must not pay for encoding.
 	raw bool
+	// early is how many samples short of headBlockSamples the first block
+	// is sealed (sealStagger).
+	early uint8
 }
 
 // headBlockSamples is how many samples a head series keeps raw before it
@@ -70,10 +74,19 @@ func (s *headSeries) push(t int64, v float64, q model.Quality) {
 	s.n++
 }
 
+// sealStagger spreads the seals of series written together over that
+// many writes: a live batch holds one sample of each of 10,000 tags, so
+// their tails filled at the same write, and that one commit encoded
+// 10,000 blocks (2.56 M samples) holding the locks every other commit
+// waits for (TestLiveCommitStall). A series' first block is sealed up to
+// sealStagger-1 samples early, by its id; its later blocks are full.
+const sealStagger = 64
+
 // sealIfFull encodes a full tail into a block.
 func (s *headSeries) sealIfFull() {
-	if !s.raw && len(s.ts) >= headBlockSamples {
+	if !s.raw && len(s.ts) >= headBlockSamples-int(s.early) {
 		s.seal()
+		s.early = 0
 	}
 }
 
@@ -333,7 +346,8 @@ func (s *headSeries) toText() {
 }
 
 // head is the in-memory part of the store. The active head takes applied
-// writes under mu; a frozen head is sorted, immutable and read without locks.
+// writes under mu; a frozen head takes no more writes, is sorted by the
+// flush (sortFrozen) and from then on read without locks.
 type head struct {
 	mu      sync.RWMutex
 	series  []*headSeries // by series id; nil where the head has nothing
@@ -342,6 +356,9 @@ type head struct {
 	born    time.Time // when its first sample arrived
 	frozen  bool
 	raw     bool // series keep their samples raw (a bulk load's private head)
+	// sorted is set once every series of a frozen head is sorted; until
+	// then readers take mu and sort the series they read (getSorted).
+	sorted atomic.Bool
 }
 
 func newHead() *head { return &head{} }
@@ -360,7 +377,7 @@ func (h *head) seriesFor(id uint32, text bool) *headSeries {
 	}
 	s := h.series[id]
 	if s == nil {
-		s = &headSeries{sorted: true, raw: h.raw, text: text}
+		s = &headSeries{sorted: true, raw: h.raw, text: text, early: uint8(id % sealStagger)}
 		if text {
 			s.xs = []string{}
 		}
@@ -414,6 +431,13 @@ func (h *head) size() (int, time.Time) {
 	return h.samples, h.born
 }
 
+// fill returns the number of samples and of series in the head.
+func (h *head) fill() (samples, count int) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.samples, h.count
+}
+
 // freeze sorts every series so the head can be read without locks.
 func (h *head) freeze() {
 	h.mu.Lock()
@@ -423,7 +447,26 @@ func (h *head) freeze() {
 		}
 	}
 	h.frozen = true
+	h.sorted.Store(true)
 	h.mu.Unlock()
+}
+
+// sortFrozen sorts the series of a head rotated out of the write path
+// (rotate no longer sorts it: with writes a little out of order, as
+// concurrent commits of wall-clock stamps are, sorting a head of 10,000
+// series took seconds under the locks every commit needs). It takes h.mu
+// one series at a time, so a query meeting the head waits for one series
+// at most; once done, the head is read without locks.
+func (h *head) sortFrozen() {
+	if h.sorted.Load() {
+		return
+	}
+	for id := range h.series {
+		h.mu.Lock()
+		h.getSorted(uint32(id))
+		h.mu.Unlock()
+	}
+	h.sorted.Store(true)
 }
 
 // getSorted returns the sorted samples of id; for the active head the

@@ -3,6 +3,7 @@ package store
 import (
 	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,10 +76,54 @@ func TestHeadBlocksModel(t *testing.T) {
 		}
 	}
 	check("in the head")
+	// Rotated out, the head is sorted by its flush, not by the rotation:
+	// held off here (flushMu), it is read unsorted, under its lock.
+	db.flushMu.Lock()
+	db.rotate()
+	db.mu.RLock()
+	unsorted := len(db.frozen) == 1 && !db.frozen[0].sorted.Load()
+	db.mu.RUnlock()
+	if !unsorted {
+		db.flushMu.Unlock()
+		t.Fatal("the rotated head is sorted before its flush")
+	}
+	check("in a frozen head not yet sorted")
+	db.flushMu.Unlock()
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	check("flushed")
+}
+
+// TestSealStagger: series written together (one sample of each per write,
+// as a live batch) seal their first blocks over sealStagger writes, not
+// all at the one write where their tails fill.
+func TestSealStagger(t *testing.T) {
+	const series = 10000
+	h := newHead()
+	blocks := 0
+	most := 0
+	for k := range 2 * headBlockSamples {
+		h.mu.Lock()
+		for id := range uint32(series) {
+			h.appendLocked(id, int64(k), float64(k), model.QualityGood, time.Now)
+		}
+		n := 0
+		for _, s := range h.series {
+			if s != nil {
+				n += len(s.blocks)
+			}
+		}
+		h.mu.Unlock()
+		most = max(most, n-blocks)
+		blocks = n
+	}
+	if want := (series + sealStagger - 1) / sealStagger; most > want {
+		t.Errorf("one write sealed %d blocks, want at most %d", most, want)
+	}
+	if blocks < series {
+		t.Errorf("%d blocks after %d samples a series, want at least %d", blocks, 2*headBlockSamples, series)
+	}
 }
 
 // openHeadDB opens a store in a temporary directory whose head is flushed
@@ -93,4 +138,81 @@ func openHeadDB(tb testing.TB) *DB {
 		tb.Fatal(err)
 	}
 	return db
+}
+
+// TestHeadLimit: an active head of many series waits for livePerSeries
+// samples a series, within liveMaxHeads heads.
+func TestHeadLimit(t *testing.T) {
+	db := &DB{opts: Options{HeadMaxSamples: 1 << 20}}
+	for _, c := range []struct{ count, want int }{
+		{0, 1 << 20}, {1, 1 << 20}, {2048, 1 << 20}, {4096, 2 << 20}, {10000, 4 << 20}, {100000, 4 << 20},
+	} {
+		if got := db.headLimit(c.count); got != c.want {
+			t.Errorf("headLimit(%d) = %d, want %d", c.count, got, c.want)
+		}
+	}
+}
+
+// TestFrozenHeadReadWhileSorted reads tags while their heads are rotated
+// and flushed, the writes a little out of order (as commits in flight
+// together are), so that queries meet frozen heads that their flush is
+// still sorting (sortFrozen): every answer must be in time order and hold
+// every sample written before it started. Run with -race.
+func TestFrozenHeadReadWhileSorted(t *testing.T) {
+	db := openHeadDB(t)
+	defer db.Close()
+	const tags, batches = 50, 400
+	const t0 = int64(20_000)*partitionMs + 1000
+	names := make([]string, tags)
+	for i := range names {
+		names[i] = "f.t" + strconv.Itoa(i)
+	}
+	var written atomic.Int64 // batches written, all of them durable
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for k := range batches {
+			pts := make([]model.Point, tags)
+			for i := range pts {
+				// Each odd batch is stamped before the even one it follows.
+				ts := t0 + int64(k^1)*10
+				pts[i] = model.Point{Tag: names[i], T: ts, V: float64(k)}
+			}
+			if err := db.Write(t.Context(), pts); err != nil {
+				t.Error(err)
+				return
+			}
+			written.Store(int64(k + 1))
+			if k%50 == 49 {
+				db.rotate() // the maintenance loop flushes it
+			}
+		}
+	}()
+	defer func() { <-done }() // before Close
+	for reading := true; reading; {
+		select {
+		case <-done:
+			reading = false
+		default:
+		}
+		n := written.Load()
+		if n == 0 {
+			continue
+		}
+		got, err := db.Raw(names[int(n)%tags], t0, t0+partitionMs, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for i := 1; i < len(got); i++ {
+			if got[i].T <= got[i-1].T {
+				t.Errorf("sample %d at %d after %d: not in time order", i, got[i].T, got[i-1].T)
+				return
+			}
+		}
+		if int64(len(got)) < n {
+			t.Errorf("%d samples after %d batches", len(got), n)
+			return
+		}
+	}
 }

@@ -23,7 +23,7 @@ type Options struct {
 	Durability     Durability    // when a write is acknowledged
 	CommitInterval time.Duration // relaxed mode: WAL fsync period (the power-cut loss window)
 
-	HeadMaxSamples int           // the in-memory head is flushed to run files beyond this many samples
+	HeadMaxSamples int           // the in-memory head is flushed to run files beyond this many samples (up to 4x with many series, headLimit)
 	HeadMaxAge     time.Duration // ... or once its oldest sample arrived this long ago
 	MaxRunsPerPart int           // a day partition with more runs than this is merged into one
 	BulkPoints     int           // a transaction larger than this is a bulk load (no WAL copy)

@@ -201,9 +201,18 @@ func (db *DB) appendHeadPieces(out []runInput, id uint32, from, to int64) []runI
 		}
 	}
 	for _, h := range db.frozen {
-		if int(id) < len(h.series) && h.series[id] != nil {
-			add(h.series[id])
+		if h.sorted.Load() {
+			if int(id) < len(h.series) && h.series[id] != nil {
+				add(h.series[id])
+			}
+			continue
 		}
+		// Not yet sorted by its flush (sortFrozen).
+		h.mu.Lock()
+		if s := h.getSorted(id); s != nil {
+			add(s)
+		}
+		h.mu.Unlock()
 	}
 	h := db.active
 	h.mu.Lock()

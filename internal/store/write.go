@@ -688,12 +688,31 @@ func (db *DB) applyRecord(d *dataRecord) (int, error) {
 	return len(pts), nil
 }
 
+// livePerSeries is how many samples a series has, on average, before an
+// active head of many series is flushed, and liveMaxHeads bounds the wait
+// in heads of HeadMaxSamples. A flush writes an index entry, chunk and
+// tier blocks for every series, about 200 bytes: at HeadMaxSamples (1 M)
+// and 10,000 tags at 10 Hz that was 100 samples a series and 2.2 bytes a
+// value written, seven times what the day's merged run keeps
+// (BenchmarkLiveWriteAmp). Below 2,048 series nothing changes.
+const (
+	livePerSeries = 512
+	liveMaxHeads  = 4
+)
+
+// headLimit is the number of samples at which an active head of count
+// series is full.
+func (db *DB) headLimit(count int) int {
+	most := db.opts.HeadMaxSamples
+	return max(most, min(count*livePerSeries, liveMaxHeads*most))
+}
+
 // backpressure rotates a full head and, when flushing falls behind, waits
 // for it so memory stays bounded.
 func (db *DB) backpressure() error {
 	db.mu.RLock()
-	n, _ := db.active.size()
-	full := n >= db.opts.HeadMaxSamples
+	n, count := db.active.fill()
+	full := n >= db.headLimit(count)
 	backlog := len(db.frozen)
 	db.mu.RUnlock()
 	if !full {
