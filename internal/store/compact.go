@@ -135,13 +135,7 @@ func (db *DB) nextMerge() (job *mergeJob, wait time.Duration) {
 	if db.merging != nil {
 		return nil, 0
 	}
-	var newest int64
-	first := true
-	for p := range db.parts {
-		if first || p > newest {
-			newest, first = p, false
-		}
-	}
+	newest := db.newestPart()
 	for p, rs := range db.parts {
 		if len(rs) > db.opts.MaxRunsPerPart {
 			if !disjoint(rs) {
@@ -173,6 +167,19 @@ func (db *DB) nextMerge() (job *mergeJob, wait time.Duration) {
 		wait = pwait
 	}
 	return nil, wait
+}
+
+// newestPart returns the newest day partition with runs (0 without any),
+// under flushMu.
+func (db *DB) newestPart() int64 {
+	var newest int64
+	first := true
+	for p := range db.parts {
+		if first || p > newest {
+			newest, first = p, false
+		}
+	}
+	return newest
 }
 
 // awaitMerge waits, holding flushMu, until no merge is in flight. A

@@ -392,9 +392,14 @@ func (db *DB) openRuns(m *manifest) error {
 	db.tombstones = m.Deletes
 	live := make(map[string]bool, len(m.Runs))
 	for _, name := range m.Runs {
-		file, _, _, packed, _ := parseListName(name)
+		file, base, size, packed, err := parseListName(name)
 		live[file] = true
-		r, err := db.openListed(name)
+		var r *runFile
+		if err == nil {
+			r, err = db.openListed(file, base, size, packed)
+		} else {
+			err = &CorruptionError{File: filepath.Join(db.dir, "MANIFEST"), Err: err}
+		}
 		if err != nil {
 			var ce *CorruptionError
 			if errors.As(err, &ce) {
@@ -403,11 +408,6 @@ func (db *DB) openRuns(m *manifest) error {
 				db.log.Error("run file unreadable, its data is skipped", "err", err)
 				db.stats.CorruptBlocks.Add(1)
 				db.broken = append(db.broken, name)
-				if packed {
-					pk := db.packRef(file) // its pack stays while it is listed
-					pk.live++
-					pk.pinned++
-				}
 				continue
 			}
 			return err

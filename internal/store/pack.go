@@ -102,20 +102,22 @@ func monthOf(p int64) (first, next int64) {
 	return m.UnixMilli() / partitionMs, m.AddDate(0, 1, 0).UnixMilli() / partitionMs
 }
 
-// openListed opens the run a MANIFEST entry names, counting a run in a
-// pack in db.packs.
-func (db *DB) openListed(name string) (*runFile, error) {
-	file, base, size, packed, err := parseListName(name)
-	if err != nil {
-		return nil, &CorruptionError{File: filepath.Join(db.dir, "MANIFEST"), Err: err}
-	}
+// openListed opens the run of a MANIFEST entry (parseListName), counting
+// a run in a pack in db.packs. A packed run that cannot be read counts too
+// (pinned): it stays listed (db.broken), so its pack stays on disk.
+func (db *DB) openListed(file string, base, size int64, packed bool) (*runFile, error) {
 	r, err := openRunAt(db.fs, filepath.Join(db.dir, "runs", file), base, size)
-	if err != nil || !packed {
+	if !packed {
 		return r, err
 	}
-	r.pack = db.packRef(file)
-	r.pack.live++
-	r.pack.liveBytes += r.size
+	pk := db.packRef(file)
+	pk.live++
+	if err != nil {
+		pk.pinned++
+		return nil, err
+	}
+	r.pack = pk
+	pk.liveBytes += r.size
 	return r, nil
 }
 
@@ -162,13 +164,7 @@ func (db *DB) nextPack(force bool) (job *mergeJob, wait time.Duration) {
 		return nil, 0
 	}
 	now := db.opts.Now().UnixMilli()
-	var newest int64
-	first := true
-	for p := range db.parts {
-		if first || p > newest {
-			newest, first = p, false
-		}
-	}
+	newest := db.newestPart()
 	type month struct {
 		loose []*runFile
 		packs map[*packFile]bool // small or dead-heavy
