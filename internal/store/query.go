@@ -430,14 +430,7 @@ func (q *query) addRun(r *runFile, rs *runSeries, p int64) {
 		return
 	}
 	for i := i0; i <= i1; i++ {
-		a, b := bb.b[i], bb.b[i+1]
-		if a < pStart {
-			a = pStart
-		}
-		if b > pEnd {
-			b = pEnd
-		}
-		q.addRange(r, rs, top, a, b, &q.accs[i])
+		q.addRange(r, rs, top, max(bb.b[i], pStart), min(bb.b[i+1], pEnd), &q.accs[i])
 	}
 }
 
