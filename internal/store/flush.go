@@ -48,9 +48,7 @@ func (db *DB) rotate() {
 	// Not sorted here: the flush does it (sortFrozen), outside the locks
 	// every commit takes. No write reaches h any more: applies hold db.mu
 	// for reading, and the next finds the new active head.
-	h.mu.Lock()
-	h.frozen = true
-	h.mu.Unlock()
+	h.freeze()
 	db.frozen = append(db.frozen, &frozenHead{head: h, checkpoint: cp})
 	db.active = newHead()
 	select {

@@ -438,16 +438,11 @@ func (h *head) fill() (samples, count int) {
 	return h.samples, h.count
 }
 
-// freeze sorts every series so the head can be read without locks.
+// freeze marks the head as taking no more writes; sortFrozen then sorts
+// it for readers without locks.
 func (h *head) freeze() {
 	h.mu.Lock()
-	for _, s := range h.series {
-		if s != nil {
-			s.sortDedup()
-		}
-	}
 	h.frozen = true
-	h.sorted.Store(true)
 	h.mu.Unlock()
 }
 

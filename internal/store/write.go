@@ -486,6 +486,7 @@ func (tx *Tx) spill() error {
 	tx.writing = done
 	go func() {
 		h.freeze()
+		h.sortFrozen()
 		runs, err := tx.db.writeHeadRuns(h.series, false)
 		if err == nil {
 			// Runs of one head are appended before the next head's are,
