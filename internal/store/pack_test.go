@@ -43,6 +43,31 @@ func runsDir(t *testing.T, dir string) (runs, packs []string) {
 	return runs, packs
 }
 
+// buildPackStore writes days [0, days) after packDay0 into a new store and
+// closes it, which packs the closed months; it returns the directory and
+// the model.
+func buildPackStore(t *testing.T, days int) (string, naive) {
+	t.Helper()
+	dir := t.TempDir()
+	m := naive{}
+	db := openPacked(t, dir)
+	writePackDays(t, db, m, 0, days)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, m
+}
+
+// openPacked opens dir with packOptions.
+func openPacked(t *testing.T, dir string) *DB {
+	t.Helper()
+	db, err := Open(dir, packOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // writePackDays writes tags a and b every 10 minutes over days [from, to)
 // after packDay0, one flush a day, into db and the model.
 func writePackDays(t *testing.T, db *DB, m naive, from, to int) {
@@ -98,16 +123,7 @@ func checkPackModel(t *testing.T, db *DB, m naive) {
 // TestMonthPacks: closed months end in one pack each; late samples,
 // deletes and retention rewrite packed days; the data never changes.
 func TestMonthPacks(t *testing.T) {
-	dir := t.TempDir()
-	m := naive{}
-	db, err := Open(dir, packOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	writePackDays(t, db, m, 0, 120) // 2025-01-01 .. 2025-04-30
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir, m := buildPackStore(t, 120)
 	runs, packs := runsDir(t, dir)
 	if len(runs) != 0 || len(packs) != 4 {
 		t.Fatalf("after close: runs %v, packs %v; want 4 packs only", runs, packs)
@@ -116,18 +132,11 @@ func TestMonthPacks(t *testing.T) {
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify: %v %v", err, rep.Problems)
 	}
-	mf, err := os.ReadFile(filepath.Join(dir, "MANIFEST"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mv, err := decodeManifest(mf); err != nil || mv.Version != formatPacks {
-		t.Fatalf("manifest (%v): version %d, want %d", err, mv.Version, formatPacks)
+	if v := readManifest(t, dir).Version; v != formatPacks {
+		t.Fatalf("manifest version %d, want %d", v, formatPacks)
 	}
 
-	db, err = Open(dir, packOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openPacked(t, dir)
 	checkPackModel(t, db, m)
 	// Late samples into three days of February, a delete over two days
 	// of March and one of April.
@@ -161,10 +170,7 @@ func TestMonthPacks(t *testing.T) {
 		t.Fatalf("after rewrites: runs %v, packs %v", runs, packs)
 	}
 	t.Logf("after rewrites: %d runs, %d packs", len(runs), len(packs))
-	db, err = Open(dir, packOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = openPacked(t, dir)
 	checkPackModel(t, db, m)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
@@ -206,20 +212,8 @@ func TestMonthPacks(t *testing.T) {
 // TestPackBackupRestore: a backup of a packed store restores to the same
 // data, and an incremental backup links the unchanged packs.
 func TestPackBackupRestore(t *testing.T) {
-	dir := t.TempDir()
-	m := naive{}
-	db, err := Open(dir, packOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	writePackDays(t, db, m, 0, 70)
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = Open(dir, packOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, m := buildPackStore(t, 70)
+	db := openPacked(t, dir)
 	dest := filepath.Join(t.TempDir(), "b")
 	if _, err := db.Backup(context.Background(), dest); err != nil {
 		t.Fatal(err)
@@ -241,10 +235,7 @@ func TestPackBackupRestore(t *testing.T) {
 	if _, err := Restore(dest, out, RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	db, err = Open(out, packOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = openPacked(t, out)
 	checkPackModel(t, db, m)
 	db.Close()
 }
@@ -252,22 +243,10 @@ func TestPackBackupRestore(t *testing.T) {
 // TestPackConcurrent packs months while writers add late samples to the
 // days being packed and readers read them: nothing is lost.
 func TestPackConcurrent(t *testing.T) {
-	dir := t.TempDir()
-	m := naive{}
-	db, err := Open(dir, packOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	writePackDays(t, db, m, 0, 95)
 	// Close packs everything; reopen and write late samples while the
 	// merge loop merges and packs again.
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = Open(dir, packOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, m := buildPackStore(t, 95)
+	db := openPacked(t, dir)
 	rnd := rand.New(rand.NewPCG(7, 7))
 	done := make(chan struct{})
 	go func() {
@@ -298,10 +277,7 @@ func TestPackConcurrent(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err = Open(dir, packOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = openPacked(t, dir)
 	checkPackModel(t, db, m)
 	db.Close()
 	rep, err := Verify(dir)
@@ -314,24 +290,8 @@ func TestPackConcurrent(t *testing.T) {
 // only, and a packed run that cannot be read at all stays listed, its pack
 // kept, while the other runs of the pack are read and rewritten.
 func TestPackDamage(t *testing.T) {
-	base := t.TempDir()
-	m := naive{}
-	db, err := Open(base, packOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	writePackDays(t, db, m, 0, 3)
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	mf, err := os.ReadFile(filepath.Join(base, "MANIFEST"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	man, err := decodeManifest(mf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base, m := buildPackStore(t, 3)
+	man := readManifest(t, base)
 	// The run of day 1 (entries sort by name: pick by part).
 	var entry, file string
 	var off, size int64
@@ -368,10 +328,7 @@ func TestPackDamage(t *testing.T) {
 		if err != nil || rep.OK() || !strings.Contains(strings.Join(rep.Problems, "\n"), entry) {
 			t.Fatalf("verify does not name %s: %v %v", entry, err, rep.Problems)
 		}
-		db, err := Open(dir, packOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := openPacked(t, dir)
 		defer db.Close()
 		checkAllBut(t, db, m, []lostRange{{"pk.a", c.minT, c.maxT}})
 	})
@@ -381,10 +338,7 @@ func TestPackDamage(t *testing.T) {
 		path := filepath.Join(dir, "runs", file)
 		flipByte(t, path, off+size-1)
 		flipByte(t, path, off+size-runFooterSize-1)
-		db, err := Open(dir, packOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := openPacked(t, dir)
 		day := (packDay0 + 1) * partitionMs
 		lost := []lostRange{{"pk.a", day, day + partitionMs - 1}, {"pk.b", day, day + partitionMs - 1}}
 		checkAllBut(t, db, m, lost)
@@ -407,10 +361,7 @@ func TestPackDamage(t *testing.T) {
 		if _, err := os.Stat(path); err != nil {
 			t.Fatalf("the pack of an unreadable run was removed: %v", err)
 		}
-		db, err = Open(dir, packOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
+		db = openPacked(t, dir)
 		defer db.Close()
 		checkAllBut(t, db, m2, lost)
 		if len(db.broken) != 1 || db.broken[0] != entry {
