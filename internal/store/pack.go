@@ -182,12 +182,14 @@ func (db *DB) nextPack(force bool) (job *mergeJob, wait time.Duration) {
 		}
 	}
 	for p, rs := range db.parts {
-		m, next := monthOf(p)
-		if next*partitionMs+packAfter.Milliseconds() > now || (p == newest && !force) || len(rs) != 1 {
+		// Cheap tests first: this runs after every flush, and most days
+		// of a long history are packed already.
+		if len(rs) != 1 || rs[0].pack != nil || rs[0].size > packDayMax || (p == newest && !force) {
 			continue
 		}
 		r := rs[0]
-		if r.pack != nil || r.size > packDayMax {
+		m, next := monthOf(p)
+		if next*partitionMs+packAfter.Milliseconds() > now {
 			continue
 		}
 		if left := compactQuiet - time.Since(db.touched[p]); left > 0 && !force {
