@@ -368,9 +368,10 @@ func (db *DB) installRuns(added map[int64][]*runFile, swap func(), checkpoint ui
 }
 
 // commitBulk publishes the private runs of a bulk transaction, whose
-// series staged holds; txn is its id when its points were copied to the
-// WAL for the followers, else 0.
-func (db *DB) commitBulk(runs map[int64][]*runFile, staged idSet, txn uint64) error {
+// series staged holds and whose first and newest samples seen holds;
+// txn is its id when its points were copied to the WAL for the
+// followers, else 0.
+func (db *DB) commitBulk(runs map[int64][]*runFile, staged idSet, seen *bulkSeen, txn uint64) error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
@@ -407,30 +408,81 @@ func (db *DB) commitBulk(runs map[int64][]*runFile, staged idSet, txn uint64) er
 		}
 		return err
 	}
-	s := db.series
-	for _, rs := range runs {
-		for _, r := range rs {
-			ss := r.index()
-			s.mu.Lock()
-			for i := range ss {
-				x := &ss[i]
-				if x.fine == fineText {
-					s.observeTextLocked(x.id, x.minT, "", model.QualityGood)
-					s.observeTextLocked(x.id, x.maxT, x.lastText, x.lastQ)
-					continue
-				}
-				s.observeLocked(x.id, x.minT, x.first, model.QualityGood)
-				s.observeLocked(x.id, x.maxT, x.lastV, x.lastQ)
+	seen.observe(db.series)
+	return nil
+}
+
+// bulkSeen is what the private runs of a bulk transaction hold of each
+// series: its first and its newest sample. The commit makes them known
+// to the series table (first times, latest values) from here, so it reads
+// no run's index again: the spill that wrote a run dropped its index (40
+// MB for a run of 100,000 series).
+type bulkSeen struct {
+	num  []seenSeries // by series id
+	text map[uint32]seenText
+}
+
+type seenSeries struct {
+	minT, maxT  int64
+	first, last float64
+	q           model.Quality
+	has         bool
+}
+
+type seenText struct {
+	minT, maxT int64
+	last       string
+	q          model.Quality
+}
+
+// add takes in the series of run r, written after those added before:
+// of equal newest times, r's sample is the newer.
+func (sn *bulkSeen) add(r *runFile) {
+	ss := r.index()
+	for i := range ss {
+		x := &ss[i]
+		if x.fine == fineText {
+			if sn.text == nil {
+				sn.text = make(map[uint32]seenText)
 			}
-			s.mu.Unlock()
-			// A bulk load's runs are read again by the queries that want
-			// them: a large index held until the idle drop would sit
-			// beside the next request's staging (40 MB a run of 100,000
-			// series).
-			r.dropLarge()
+			t, ok := sn.text[x.id]
+			if !ok || x.minT < t.minT {
+				t.minT = x.minT
+			}
+			if !ok || x.maxT >= t.maxT {
+				t.maxT, t.last, t.q = x.maxT, x.lastText, x.lastQ
+			}
+			sn.text[x.id] = t
+			continue
+		}
+		if int(x.id) >= len(sn.num) {
+			sn.num = append(sn.num, make([]seenSeries, int(x.id)+1-len(sn.num))...)
+		}
+		n := &sn.num[x.id]
+		if !n.has || x.minT < n.minT {
+			n.minT, n.first = x.minT, x.first
+		}
+		if !n.has || x.maxT >= n.maxT {
+			n.maxT, n.last, n.q = x.maxT, x.lastV, x.lastQ
+		}
+		n.has = true
+	}
+}
+
+// observe makes the samples seen known to the series table s.
+func (sn *bulkSeen) observe(s *seriesTable) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range sn.num {
+		if n := &sn.num[id]; n.has {
+			s.observeLocked(uint32(id), n.minT, n.first, model.QualityGood)
+			s.observeLocked(uint32(id), n.maxT, n.last, n.q)
 		}
 	}
-	return nil
+	for id, t := range sn.text {
+		s.observeTextLocked(id, t.minT, "", model.QualityGood)
+		s.observeTextLocked(id, t.maxT, t.last, t.q)
+	}
 }
 
 // headsHold reports whether the active or a frozen head has samples of a

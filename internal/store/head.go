@@ -367,6 +367,40 @@ func newHead() *head { return &head{} }
 // stages into it and writes it out as soon as it is full.
 func newRawHead() *head { return &head{raw: true} }
 
+// carry moves to h, an empty raw head, the samples at time t of the
+// numeric series of from, a raw head, that are in time order and end
+// there, when some of from's series end before t: points in time order
+// filled from up to the middle of t's tags. A series left with no sample
+// stays whole. Then every run of from ends before t where the next
+// head's start, and telling the runs apart needs none of their indexes.
+func (h *head) carry(from *head, t int64, now func() time.Time) {
+	at := 0
+	for _, s := range from.series {
+		if s != nil && s.n > 0 && s.lastT == t {
+			at++
+		}
+	}
+	if at == 0 || at == from.count {
+		return
+	}
+	for id, s := range from.series {
+		if s == nil || s.text || !s.sorted || s.n < 2 || s.lastT != t {
+			continue
+		}
+		k := len(s.ts) - 1 // sorted: only the last sample is at t
+		d := h.seriesFor(uint32(id), false)
+		d.push(s.ts[k], s.vs[k], s.qs[k])
+		if h.samples == 0 {
+			h.born = now()
+		}
+		h.samples++
+		s.ts, s.vs, s.qs = s.ts[:k], s.vs[:k], s.qs[:k]
+		s.n--
+		s.lastT = s.ts[k-1]
+		from.samples--
+	}
+}
+
 // seriesFor returns the series of id, created when missing; the caller
 // holds h.mu for writing.
 func (h *head) seriesFor(id uint32, text bool) *headSeries {

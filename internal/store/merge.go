@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"math"
 	"path/filepath"
 	"slices"
@@ -274,6 +275,17 @@ func tail(all []*runFile, added, maxRuns int) int {
 // with the merge of merged: no series of runs meets the span of a series
 // of merged (its first to its last sample in any of them).
 func disjointMerged(runs, merged []*runFile) bool {
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, r := range merged {
+		lo, hi = min(lo, r.lo), max(hi, r.hi)
+	}
+	near := false
+	for _, r := range runs {
+		near = near || (r.lo <= hi && lo <= r.hi)
+	}
+	if !near {
+		return true
+	}
 	var sp spans
 	for _, r := range merged {
 		sp.add(r)
@@ -317,10 +329,29 @@ func (sp spans) meets(r *runFile) bool {
 	return false
 }
 
+// apart reports whether the runs' bounds (their earliest to latest sample
+// of any series) do not overlap: then no series meets another run's, and
+// no index need be read.
+func apart(runs []*runFile) bool {
+	bs := make([][2]int64, 0, len(runs))
+	for _, r := range runs {
+		if r.lo <= r.hi {
+			bs = append(bs, [2]int64{r.lo, r.hi})
+		}
+	}
+	slices.SortFunc(bs, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	for i := 1; i < len(bs); i++ {
+		if bs[i][0] <= bs[i-1][1] {
+			return false
+		}
+	}
+	return true
+}
+
 // disjoint reports whether no two runs hold samples of one series in
 // overlapping time ranges.
 func disjoint(runs []*runFile) bool {
-	if len(runs) < 2 {
+	if len(runs) < 2 || apart(runs) {
 		return true
 	}
 	type span struct{ lo, hi int64 }

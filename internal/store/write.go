@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/pith-historian/pith/internal/model"
 	"github.com/pith-historian/pith/internal/store/wal"
@@ -267,6 +268,7 @@ type Tx struct {
 
 	guess  tagseq.Guess // saves stage most lookups of names
 	staged idSet        // the series of the private runs
+	seen   bulkSeen     // their first and newest samples
 }
 
 // Begin starts a transaction. It must end with Commit or Rollback.
@@ -390,7 +392,7 @@ func (tx *Tx) stageText(pts []model.TextPoint) error {
 	s.mu.Unlock()
 	tx.n += len(pts)
 	if tx.full() {
-		return tx.spill()
+		return tx.spill(pts[len(pts)-1].T)
 	}
 	return nil
 }
@@ -419,7 +421,7 @@ func (tx *Tx) stage(pts []model.Point) error {
 	s.mu.Unlock()
 	tx.n += len(pts)
 	if tx.full() {
-		return tx.spill()
+		return tx.spill(pts[len(pts)-1].T)
 	}
 	return nil
 }
@@ -467,8 +469,11 @@ func (tx *Tx) copyToWAL(pts []model.Point) error {
 
 // spill hands the full private head to a goroutine that writes it to
 // private runs while the caller goes on staging into a new one, so parsing
-// and encoding use both cores. At most one head is being written.
-func (tx *Tx) spill() error {
+// and encoding use both cores. At most one head is being written. The
+// samples at t, the time of the point staged last, go to the new head
+// (carry): points in time order fill a head up to the middle of one
+// timestamp's tags, and its run would then meet the next in time.
+func (tx *Tx) spill(t int64) error {
 	if err := tx.wait(); err != nil {
 		return err
 	}
@@ -476,12 +481,14 @@ func (tx *Tx) spill() error {
 	if h.samples == 0 {
 		return nil
 	}
+	next := newRawHead()
+	next.carry(h, t, tx.db.opts.Now)
 	for id, s := range h.series {
 		if s != nil {
 			tx.staged.add(uint32(id))
 		}
 	}
-	tx.private = newRawHead()
+	tx.private = next
 	done := make(chan error, 1)
 	tx.writing = done
 	go func() {
@@ -490,12 +497,14 @@ func (tx *Tx) spill() error {
 		runs, err := tx.db.writeHeadRuns(h.series, false)
 		if err == nil {
 			// Runs of one head are appended before the next head's are,
-			// so a day's private runs stay oldest first. Their indexes
-			// are read again at the commit: held until then, the runs
-			// of an import of 100,000 tags kept 190 MB of entries full
-			// of pointers for the collector to scan at every cycle.
+			// so a day's private runs stay oldest first. What the commit
+			// needs of their indexes is taken now (seen), and the large
+			// ones are dropped: held until then, the runs of an import
+			// of 100,000 tags kept 190 MB of entries full of pointers
+			// for the collector to scan at every cycle.
 			for p, rs := range runs {
 				for _, r := range rs {
+					tx.seen.add(r)
 					r.dropLarge()
 				}
 				tx.runs[p] = append(tx.runs[p], rs...)
@@ -563,7 +572,7 @@ func (tx *Tx) Commit(ctx context.Context) error {
 			return err
 		})
 	}
-	if err := tx.spill(); err != nil {
+	if err := tx.spill(math.MaxInt64); err != nil {
 		tx.Rollback()
 		return db.noteDisk(&db.nospace.flush, "bulk writes", err)
 	}
@@ -579,7 +588,7 @@ func (tx *Tx) Commit(ctx context.Context) error {
 			return fmt.Errorf("commit write: %w", db.noteDisk(&db.nospace.wal, "writes", err))
 		}
 	}
-	if err := db.noteDisk(&db.nospace.flush, "bulk writes", db.commitBulk(tx.runs, tx.staged, tx.txn)); err != nil {
+	if err := db.noteDisk(&db.nospace.flush, "bulk writes", db.commitBulk(tx.runs, tx.staged, &tx.seen, tx.txn)); err != nil {
 		tx.Rollback()
 		return fmt.Errorf("commit write: %w", err)
 	}

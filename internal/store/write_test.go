@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"math/rand"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -39,15 +42,16 @@ func TestBulkSpillSizedToSeries(t *testing.T) {
 	for _, rs := range tx.runs {
 		runs += len(rs)
 		for _, r := range rs {
-			// 200 entries: read again at the commit, not held till then.
+			// 200 entries: dropped once written (the commit needs only
+			// what tx.seen took of them).
 			if r.idx.Load() != nil {
 				t.Errorf("private run %s holds its index before the commit", r.path)
 			}
 		}
 	}
 	// 200 series x 48 is beyond 8 heads of 700: one spill at 5,600.
-	if runs != 1 || tx.private.samples != tags*steps-spillMaxHeads*o.HeadMaxSamples {
-		t.Errorf("before the commit: %d private runs and %d samples staged, want 1 and %d", runs, tx.private.samples, tags*steps-spillMaxHeads*o.HeadMaxSamples)
+	if want := tags*steps - spillMaxHeads*o.HeadMaxSamples; runs != 1 || tx.private.samples != want {
+		t.Errorf("before the commit: %d private runs and %d samples staged, want 1 and %d", runs, tx.private.samples, want)
 	}
 	if err := tx.Commit(context.Background()); err != nil {
 		t.Fatal(err)
@@ -85,5 +89,178 @@ func TestBulkSpillAt(t *testing.T) {
 		if got := tx.full(); got != c.full {
 			t.Errorf("%d series, %d samples: full %v, want %v", c.series, c.samples, got, c.full)
 		}
+	}
+}
+
+// TestBulkLatest checks the first time and the latest sample of every tag
+// after bulk transactions, against a naive model: transactions of many
+// tags spill several private heads each (so indexes of 64 series or more
+// are dropped before the commit), some bring late samples that meet the
+// day's runs (so the install merges their runs away), some repeat a
+// timestamp (the sample written last wins), and a few tags hold text.
+func TestBulkLatest(t *testing.T) {
+	for seed := int64(1); seed <= 4; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rnd := rand.New(rand.NewSource(seed))
+			o := testOptions()
+			o.HeadMaxSamples = 100
+			db, err := Open(t.TempDir(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			type want struct {
+				first int64
+				last  model.Sample
+				text  string
+			}
+			model_ := map[string]*want{}
+			note := func(tag string, ts int64, v float64, q model.Quality, text string) {
+				w := model_[tag]
+				if w == nil {
+					w = &want{first: ts, last: model.Sample{T: ts - 1}}
+					model_[tag] = w
+				}
+				w.first = min(w.first, ts)
+				if ts >= w.last.T {
+					w.last, w.text = model.Sample{T: ts, V: v, Q: q}, text
+				}
+			}
+			const tags, texts = 150, 5
+			base := int64(20_000) * partitionMs
+			for txn := range 12 {
+				tx := db.Begin()
+				var pts []model.Point
+				var tpts []model.TextPoint
+				// Mostly the next hours in time order; some transactions
+				// go back into the hours already written.
+				from := base + int64(12+txn)*1800_000
+				if txn > 2 && rnd.Intn(3) == 0 {
+					// Possibly before the first samples, and through the
+					// newest, as a correction does.
+					from = base + rnd.Int63n(int64(12+txn)*1800_000)
+				}
+				for m := range 30 {
+					ts := from + int64(m)*60_000
+					if rnd.Intn(10) == 0 && m > 0 {
+						ts -= 60_000 // a repeat of the minute before
+					}
+					for _, i := range rnd.Perm(tags) {
+						if rnd.Intn(4) == 0 {
+							continue
+						}
+						tag := fmt.Sprintf("bulk.t%d", i)
+						if i < texts {
+							x := fmt.Sprintf("s%d", rnd.Intn(1000))
+							tpts = append(tpts, model.TextPoint{Tag: tag, T: ts, Text: x, Q: model.QualityGood})
+							note(tag, ts, 0, model.QualityGood, x)
+							continue
+						}
+						v, q := float64(rnd.Intn(10000))/100, model.QualityGood
+						if rnd.Intn(20) == 0 {
+							q = model.QualityBad
+						}
+						pts = append(pts, model.Point{Tag: tag, T: ts, V: v, Q: q})
+						note(tag, ts, v, q, "")
+					}
+				}
+				if err := tx.AddText(tpts); err != nil {
+					t.Fatal(err)
+				}
+				for len(pts) > 0 {
+					n := min(len(pts), 1+rnd.Intn(400))
+					if err := tx.Add(pts[:n]); err != nil {
+						t.Fatal(err)
+					}
+					pts = pts[n:]
+				}
+				if err := tx.Commit(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			check := func(when string) {
+				t.Helper()
+				got, err := db.Latest()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != len(model_) {
+					t.Fatalf("%s: %d tags with a latest sample, want %d", when, len(got), len(model_))
+				}
+				for _, l := range got {
+					w := model_[l.Tag]
+					if w == nil || l.Sample != w.last || l.Text != w.text {
+						t.Errorf("%s: latest of %s = %+v %q, want %+v", when, l.Tag, l.Sample, l.Text, w)
+					}
+				}
+				for _, ti := range db.Tags() {
+					if w := model_[ti.Name]; w == nil || ti.First != w.first || ti.Last != w.last.T {
+						t.Errorf("%s: %s spans %d..%d, want %+v", when, ti.Name, ti.First, ti.Last, w)
+					}
+				}
+			}
+			check("after the commits")
+			dir := db.Dir()
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if db, err = Open(dir, o); err != nil {
+				t.Fatal(err)
+			}
+			check("after a reopen")
+		})
+	}
+}
+
+// TestBulkSpillsApart: a bulk load of points in time order, staged in
+// batches that end in the middle of a timestamp's tags, spills runs whose
+// bounds do not overlap (carry), so that installing and merging them
+// reads none of their indexes (apart).
+func TestBulkSpillsApart(t *testing.T) {
+	o := testOptions()
+	o.HeadMaxSamples = 100
+	o.MaxRunsPerPart = 1000
+	db, err := Open(t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const tags = 100
+	base := int64(20_000) * partitionMs
+	var pts []model.Point
+	for m := range 300 {
+		for i := range tags {
+			pts = append(pts, model.Point{Tag: fmt.Sprintf("bulk.t%d", i), T: base + int64(m)*60_000, V: float64(i + m)})
+		}
+	}
+	tx := db.Begin()
+	for rest := pts; len(rest) > 0; {
+		n := min(len(rest), 777)
+		if err := tx.Add(rest[:n]); err != nil {
+			t.Fatal(err)
+		}
+		rest = rest[n:]
+	}
+	if err := tx.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	db.mu.RLock()
+	runs := slices.Clone(db.parts[20_000])
+	db.mu.RUnlock()
+	if len(runs) < 3 {
+		t.Fatalf("%d runs, want the spills' (at least 3)", len(runs))
+	}
+	if !apart(runs) {
+		for _, r := range runs {
+			t.Logf("run %s: %d..%d", r.path, r.lo, r.hi)
+		}
+		t.Fatal("the spills' runs overlap in time")
+	}
+	var n int64
+	for _, r := range runs {
+		n += r.samples()
+	}
+	if n != int64(len(pts)) {
+		t.Fatalf("runs hold %d samples, want %d", n, len(pts))
 	}
 }
