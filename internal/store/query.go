@@ -447,10 +447,11 @@ func (q *query) addRun(r *runFile, rs *runSeries, p int64) {
 func (q *query) before(r *runFile, rs *runSeries, top int, t int64) (int64, float64) {
 	cs := rs.chunks
 	if len(cs) > 0 {
-		i := searchChunks(cs, t)
+		i := searchChunks(cs, rs.minT, rs.maxT, t)
 		if i < len(cs) {
 			if d, ok := q.decode(r, rs, i); ok && d.baseOK {
-				k := searchTimes(d.ts, t)
+				c := &cs[i]
+				k := searchTimesIn(d.ts, c.minT, c.maxT, t)
 				return d.baseN + int64(k), d.baseSum + d.sum[k]
 			}
 		}
@@ -461,16 +462,19 @@ func (q *query) before(r *runFile, rs *runSeries, top int, t int64) (int64, floa
 }
 
 // searchChunks returns the index of the first chunk of cs ending at or
-// after t, guessing from the times as searchTimes does.
-func searchChunks(cs []chunkRef, t int64) int {
+// after t, guessing from the series' first and last times (minT, maxT)
+// as if its chunks were of one length: reading the first and last chunk
+// references to guess from cost two more cache misses an edge.
+func searchChunks(cs []chunkRef, minT, maxT, t int64) int {
 	n := len(cs)
-	if n == 0 || t <= cs[0].maxT {
+	if n == 0 {
 		return 0
 	}
-	if t > cs[n-1].maxT {
-		return n
+	g := 0
+	if maxT > minT && t > minT {
+		g = int((t - minT) * int64(n) / (maxT - minT + 1))
 	}
-	return searchNear(n, guess(n, cs[0].maxT, cs[n-1].maxT, t), func(i int) bool { return cs[i].maxT < t })
+	return searchNear(n, g, func(i int) bool { return cs[i].maxT < t })
 }
 
 // chunkBase sets the base of chunk i of rs (decodedChunk.baseN, baseSum)

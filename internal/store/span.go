@@ -197,6 +197,9 @@ func (q *query) aggregateSums(s *daySums, heads []runInput) {
 	read = slices.Compact(read)
 	p0, p1 := partitionOf(bb.from), partitionOf(bb.from+bb.span-1)
 	i := sort.Search(len(s.days), func(k int) bool { return s.days[k] >= p0 })
+	// Days ascend, and so does the bucket each falls in: a cursor
+	// finds it rather than a division a day.
+	b := 0
 	for j := 0; i < len(s.days) && s.days[i] <= p1; i++ {
 		p := s.days[i]
 		for j < len(read) && read[j] < p {
@@ -205,7 +208,14 @@ func (q *query) aggregateSums(s *daySums, heads []runInput) {
 		if j < len(read) && read[j] == p {
 			continue
 		}
-		q.accs[bb.index(p*partitionMs)].merge(&s.accs[i])
+		t := p * partitionMs
+		if b == 0 {
+			b = bb.index(t)
+		}
+		for b < bb.n-1 && t >= bb.b[b+1] {
+			b++
+		}
+		q.accs[b].merge(&s.accs[i])
 	}
 	for _, p := range read {
 		if p < p0 || p > p1 {
