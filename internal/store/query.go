@@ -443,7 +443,7 @@ func (q *query) addRun(r *runFile, rs *runSeries, p int64) {
 // before returns the count and sum of the samples of rs before t
 // (rs.minT < t <= rs.maxT): the base of the chunk holding t and its
 // prefix sum up to t, or, when the chunk has no base, the cells and raw
-// samples of [rs.minT, t) read from tier top down.
+// samples from the day's start to t read from tier top down.
 func (q *query) before(r *runFile, rs *runSeries, top int, t int64) (int64, float64) {
 	cs := rs.chunks
 	if len(cs) > 0 {
@@ -456,8 +456,11 @@ func (q *query) before(r *runFile, rs *runSeries, top int, t int64) (int64, floa
 			}
 		}
 	}
+	// From the day's start, not rs.minT: without raw samples a finest
+	// cell counts in the bucket holding its start, which may lie before
+	// the series' first sample.
 	var a acc
-	q.addRange(r, rs, top, rs.minT, t, &a)
+	q.addRange(r, rs, top, floorTo(rs.minT, partitionMs), t, &a)
 	return a.n, a.sum
 }
 
