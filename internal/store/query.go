@@ -75,6 +75,7 @@ type query struct {
 	// n, sum, first and last but not min and max.
 	sumsOnly bool
 	err      error // the first damaged block met (the query goes on without it)
+	fails    int   // the damaged blocks met
 	// Reused from day to day: a query over years visits thousands.
 	refs  []seriesRef
 	spans []span
@@ -382,6 +383,7 @@ func overlayInto(base runInput, heads []runInput, tmp *runInput) runInput {
 }
 
 func (q *query) fail(err error) {
+	q.fails++
 	q.db.stats.CorruptBlocks.Add(1)
 	if q.err == nil {
 		q.err = err
@@ -416,22 +418,94 @@ func (q *query) addRun(r *runFile, rs *runSeries, p int64) {
 		// cut them: the last bucket's count and sum are the run's total
 		// less the others', so each edge is read once, not from both
 		// sides (a chart over years has one edge in most days it cuts).
-		rest := rs.total()
+		// Each edge is the count and sum of the samples before it, from
+		// the day's start: a bucket is the difference of its two edges.
+		var n int64
+		var sum float64
 		for i := i0; i < i1; i++ {
-			var part acc
-			q.addRange(r, rs, top, max(bb.b[i], pStart), min(bb.b[i+1], pEnd), &part)
-			q.accs[i].merge(&part)
-			rest.n -= part.n
-			rest.sum -= part.sum
+			e := bb.b[i+1]
+			en, esum := q.before(r, rs, top, e)
+			if en > n {
+				q.accs[i].merge(&acc{n: en - n, sum: esum - sum, firstK: max(bb.b[i], rs.minT), first: rs.first, lastK: max(bb.b[i], rs.minT), last: rs.first})
+			}
+			n, sum = en, esum
 		}
-		if rest.n > 0 {
-			q.accs[i1].merge(&acc{n: rest.n, sum: rest.sum, firstK: bb.b[i1], first: rest.last, lastK: rest.lastK, last: rest.last})
+		if rest := rs.n - n; rest > 0 {
+			q.accs[i1].merge(&acc{n: rest, sum: rs.sum - sum, firstK: bb.b[i1], first: rs.lastV, lastK: rs.maxT, last: rs.lastV})
 		}
 		return
 	}
 	for i := i0; i <= i1; i++ {
 		q.addRange(r, rs, top, max(bb.b[i], pStart), min(bb.b[i+1], pEnd), &q.accs[i])
 	}
+}
+
+// before returns the count and sum of the samples of rs before t
+// (rs.minT < t <= rs.maxT): the base of the chunk holding t and its
+// prefix sum up to t, or, when the chunk has no base, the cells and raw
+// samples from the day's start to t read from tier top down.
+func (q *query) before(r *runFile, rs *runSeries, top int, t int64) (int64, float64) {
+	cs := rs.chunks
+	if len(cs) > 0 {
+		i := searchChunks(cs, rs.minT, rs.maxT, t)
+		if i < len(cs) {
+			if d, ok := q.decode(r, rs, i); ok && d.baseOK {
+				c := &cs[i]
+				k := searchTimesIn(d.ts, c.minT, c.maxT, t)
+				return d.baseN + int64(k), d.baseSum + d.sum[k]
+			}
+		}
+	}
+	// From the day's start, not rs.minT: without raw samples a finest
+	// cell counts in the bucket holding its start, which may lie before
+	// the series' first sample.
+	var a acc
+	q.addRange(r, rs, top, floorTo(rs.minT, partitionMs), t, &a)
+	return a.n, a.sum
+}
+
+// searchChunks returns the index of the first chunk of cs ending at or
+// after t, guessing from the series' first and last times (minT, maxT)
+// as if its chunks were of one length: reading the first and last chunk
+// references to guess from cost two more cache misses an edge.
+func searchChunks(cs []chunkRef, minT, maxT, t int64) int {
+	n := len(cs)
+	if n == 0 {
+		return 0
+	}
+	g := 0
+	if maxT > minT && t > minT {
+		g = int((t - minT) * int64(n) / (maxT - minT + 1))
+	}
+	return searchNear(n, g, func(i int) bool { return cs[i].maxT < t })
+}
+
+// chunkBase sets the base of chunk i of rs (decodedChunk.baseN, baseSum)
+// when it is known exactly: for the first chunk, and for a chunk that
+// starts in a finest cell no earlier chunk reaches into, from the tiers
+// (whole cells from the first cell's start up to that cell). A run that
+// met another inside a cell, a series without tiers, or a damaged tier
+// leaves it unset, and its edges are read from the tiers as before.
+func (q *query) chunkBase(r *runFile, rs *runSeries, i int, d *decodedChunk) {
+	if i == 0 {
+		d.baseOK = true
+		return
+	}
+	if int(rs.fine) >= numTiers || len(rs.tiers) == 0 {
+		return
+	}
+	w := tierWidth[rs.fine]
+	cs := floorTo(rs.chunks[i].minT, w)
+	if rs.chunks[i-1].maxT >= cs {
+		return
+	}
+	fails := q.fails
+	var a acc
+	q.addRange(r, rs, numTiers-1, floorTo(rs.minT, w), cs, &a)
+	if q.fails != fails {
+		return
+	}
+	d.baseN, d.baseSum, d.baseOK = a.n, a.sum, true
 }
 
 // addRange adds the samples of rs in [lo, hi) to a, using the cells of tier
@@ -544,6 +618,7 @@ func (q *query) decode(r *runFile, rs *runSeries, i int) (*decodedChunk, bool) {
 			return nil, err
 		}
 		d.prefix()
+		q.chunkBase(r, rs, i, d)
 		return d, nil
 	})
 	if err != nil {

@@ -122,6 +122,26 @@ func (a *acc) merge(b *acc) {
 	}
 }
 
+// mergeSums is merge for mean, sum and count, which leave min and max
+// unread: it adds the counts and sums and keeps first and last.
+func (a *acc) mergeSums(b *acc) {
+	if b.n == 0 {
+		return
+	}
+	if a.n == 0 {
+		*a = *b
+		return
+	}
+	a.n += b.n
+	a.sum += b.sum
+	if b.firstK < a.firstK {
+		a.firstK, a.first = b.firstK, b.first
+	}
+	if b.lastK >= a.lastK {
+		a.lastK, a.last = b.lastK, b.last
+	}
+}
+
 // value returns the aggregate agg of what was accumulated.
 func (a *acc) value(agg model.Agg) (float64, bool) {
 	if a.n == 0 {

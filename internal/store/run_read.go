@@ -529,6 +529,12 @@ type decodedChunk struct {
 	qs  []uint8
 	xs  []string  // the values of a text chunk (vs then holds zeros)
 	sum []float64 // prefix sums for queries: sum[i] = vs[0] + ... + vs[i-1]
+	// baseN and baseSum are the count and sum of the run series' samples
+	// before the chunk, when baseOK (see query.decode): a bucket edge in
+	// the chunk is then one search and a prefix sum from the day's start.
+	baseN   int64
+	baseSum float64
+	baseOK  bool
 }
 
 // prefix fills d.sum, so that the sum of any range is one subtraction.

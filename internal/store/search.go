@@ -61,6 +61,20 @@ func searchTimes(ts []int64, t int64) int {
 	return searchNear(n, guess(n, ts[0], ts[n-1], t), func(i int) bool { return ts[i] < t })
 }
 
+// searchTimesIn is searchTimes for times known to run from first to
+// last (a chunk's, from its reference): it guesses without reading the
+// ends of ts.
+func searchTimesIn(ts []int64, first, last, t int64) int {
+	n := len(ts)
+	if n == 0 || t <= first {
+		return 0
+	}
+	if t > last {
+		return n
+	}
+	return searchNear(n, guess(n, first, last, t), func(i int) bool { return ts[i] < t })
+}
+
 // searchCells returns the index of the first cell starting at or after t.
 func searchCells(cells []cell, t int64) int {
 	n := len(cells)

@@ -31,8 +31,9 @@ const maxSpanLog = 4096
 // than built again.
 const maxSpanPatch = 256
 
-// daySumBytes approximates the memory of one day of a summary.
-const daySumBytes = 72
+// daySumBytes approximates the memory of one day of a summary: its day,
+// total and runs.
+const daySumBytes = 104
 
 // spanLog records which days changed runs. It is written under db.mu held
 // for writing (install) and read under db.mu held for reading (queries).
@@ -80,6 +81,12 @@ type daySums struct {
 	gen  uint64 // the spanLog change it reflects
 	days []int64
 	accs []acc
+	// runs holds db.parts[p] of each day as of gen: a day a bucket edge
+	// cuts is read without a lookup in that map (a cache miss or two
+	// for each of the ~1,000 edges of a chart over years). Every change
+	// of a day's runs moves gen on (install), so they are the day's
+	// runs for as long as the summary is used.
+	runs [][]*runFile
 }
 
 func daySumsSize(s *daySums) int { return 64 + len(s.days)*daySumBytes }
@@ -135,6 +142,7 @@ func (db *DB) buildDaySums(id uint32) *daySums {
 		if t.n > 0 {
 			s.days = append(s.days, p)
 			s.accs = append(s.accs, t)
+			s.runs = append(s.runs, db.parts[p])
 		}
 	}
 	s.days = slices.Clip(s.days)
@@ -143,7 +151,7 @@ func (db *DB) buildDaySums(id uint32) *daySums {
 
 // patchDaySums returns a copy of s with the changed days summed again.
 func (db *DB) patchDaySums(id uint32, s *daySums, changed []int64) *daySums {
-	next := &daySums{days: slices.Clone(s.days), accs: slices.Clone(s.accs)}
+	next := &daySums{days: slices.Clone(s.days), accs: slices.Clone(s.accs), runs: slices.Clone(s.runs)}
 	for _, p := range changed {
 		t, ok := db.dayTotal(id, p, db.parts[p])
 		if !ok {
@@ -153,12 +161,15 @@ func (db *DB) patchDaySums(id uint32, s *daySums, changed []int64) *daySums {
 		switch {
 		case found && t.n > 0:
 			next.accs[i] = t
+			next.runs[i] = db.parts[p]
 		case found:
 			next.days = slices.Delete(next.days, i, i+1)
 			next.accs = slices.Delete(next.accs, i, i+1)
+			next.runs = slices.Delete(next.runs, i, i+1)
 		case t.n > 0:
 			next.days = slices.Insert(next.days, i, p)
 			next.accs = slices.Insert(next.accs, i, t)
+			next.runs = slices.Insert(next.runs, i, db.parts[p])
 		}
 	}
 	return next
@@ -197,6 +208,9 @@ func (q *query) aggregateSums(s *daySums, heads []runInput) {
 	read = slices.Compact(read)
 	p0, p1 := partitionOf(bb.from), partitionOf(bb.from+bb.span-1)
 	i := sort.Search(len(s.days), func(k int) bool { return s.days[k] >= p0 })
+	// Days ascend, and so does the bucket each falls in: a cursor
+	// finds it rather than a division a day.
+	b := 0
 	for j := 0; i < len(s.days) && s.days[i] <= p1; i++ {
 		p := s.days[i]
 		for j < len(read) && read[j] < p {
@@ -205,14 +219,34 @@ func (q *query) aggregateSums(s *daySums, heads []runInput) {
 		if j < len(read) && read[j] == p {
 			continue
 		}
-		q.accs[bb.index(p*partitionMs)].merge(&s.accs[i])
+		t := p * partitionMs
+		if b == 0 {
+			b = bb.index(t)
+		}
+		for b < bb.n-1 && t >= bb.b[b+1] {
+			b++
+		}
+		if q.sumsOnly {
+			q.accs[b].mergeSums(&s.accs[i])
+		} else {
+			q.accs[b].merge(&s.accs[i])
+		}
 	}
+	k := 0 // s.days[k] is the first summed day at or after p
 	for _, p := range read {
 		if p < p0 || p > p1 {
 			continue
 		}
-		runs, hp := db.parts[p], byPart[p]
-		if len(runs) > 0 || len(hp) > 0 {
+		for k < len(s.days) && s.days[k] < p {
+			k++
+		}
+		var runs []*runFile
+		if k < len(s.days) && s.days[k] == p {
+			runs = s.runs[k]
+		} else {
+			runs = db.parts[p]
+		}
+		if hp := byPart[p]; len(runs) > 0 || len(hp) > 0 {
 			q.partition(p, runs, hp)
 		}
 	}

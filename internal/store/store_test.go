@@ -312,7 +312,8 @@ func TestRetention(t *testing.T) {
 	defer db.Close()
 	var pts []model.Point
 	for d := int64(95); d < 100; d++ {
-		for s := int64(0); s < 86400; s += 10 {
+		// From 7 s into the day: the first cell starts before the first sample.
+		for s := int64(7); s < 86400; s += 10 {
 			pts = append(pts, model.Point{Tag: "x", T: d*day + s*1000, V: float64(s % 100)})
 		}
 	}
@@ -336,6 +337,27 @@ func TestRetention(t *testing.T) {
 	}
 	if raw, _ := db.Raw("x", 95*day, 100*day, 0); len(raw) != 0 {
 		t.Fatalf("%d raw samples kept past retention", len(raw))
+	}
+	// Without raw samples a finest cell (30 minutes here) counts whole in
+	// the bucket holding its start, also where bucket edges cut a day.
+	from, to := 95*day+1_234_567, 100*day-777
+	for _, n := range []int{7, 13, 1000} {
+		bb := newBounds(from, to, n)
+		want := make([]acc, n)
+		for _, p := range pts {
+			if cs := floorTo(p.T, tierWidth[3]); cs >= from && cs < to {
+				want[bb.index(cs)].addSample(p.T, p.V)
+			}
+		}
+		for _, agg := range []model.Agg{model.AggCount, model.AggSum} {
+			got, _ := db.Aggregate("x", from, to, n, agg)
+			for i := range got {
+				w, ok := want[i].value(agg)
+				if got[i].OK != ok || ok && !close1(got[i].V, w) {
+					t.Fatalf("%s of %d buckets, bucket %d: got %+v, want %v", agg, n, i, got[i], w)
+				}
+			}
+		}
 	}
 	err = db.Write(context.Background(), []model.Point{{Tag: "x", T: 105 * day, V: 1}})
 	if !errors.Is(err, ErrTooOld) {
