@@ -98,16 +98,7 @@ func TestEdgeBaseMatchesModel(t *testing.T) {
 			if k%5 == 0 {
 				agg = model.Agg(rnd.Intn(int(model.AggRaw)))
 			}
-			got, err := db.Aggregate(tag, from, to, n, agg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := m.aggregate(tag, from, to, n, agg)
-			for i := range want {
-				if got[i].T != want[i].T || got[i].OK != want[i].OK || (want[i].OK && !close1(got[i].V, want[i].V)) {
-					t.Fatalf("%s: %s [%d,%d) n=%d bucket %d: got %+v want %+v", step, agg, from, to, n, i, got[i], want[i])
-				}
-			}
+			checkAggregate(t, db, m, tag, from, to, n, agg, step)
 		}
 	}
 	// based counts the cached chunks past the first of their run series

@@ -96,30 +96,19 @@ func (a *acc) addSample(t int64, v float64) {
 
 // merge adds a piece whose samples all lie in an interval containing key.
 func (a *acc) merge(b *acc) {
-	if b.n == 0 {
-		return
+	if a.n > 0 && b.n > 0 {
+		// Stored values are finite, so a comparison decides but for
+		// equal ones (math.Min tells -0 from 0); math.Min and math.Max,
+		// called for every cell a long chart merges, cost more than the
+		// rest.
+		if b.min <= a.min {
+			a.min = math.Min(a.min, b.min)
+		}
+		if b.max >= a.max {
+			a.max = math.Max(a.max, b.max)
+		}
 	}
-	if a.n == 0 {
-		*a = *b
-		return
-	}
-	a.n += b.n
-	a.sum += b.sum
-	// Stored values are finite, so a comparison decides but for equal
-	// ones (math.Min tells -0 from 0); math.Min and math.Max, called for
-	// every cell a long chart merges, cost more than the rest.
-	if b.min <= a.min {
-		a.min = math.Min(a.min, b.min)
-	}
-	if b.max >= a.max {
-		a.max = math.Max(a.max, b.max)
-	}
-	if b.firstK < a.firstK {
-		a.firstK, a.first = b.firstK, b.first
-	}
-	if b.lastK >= a.lastK {
-		a.lastK, a.last = b.lastK, b.last
-	}
+	a.mergeSums(b)
 }
 
 // mergeSums is merge for mean, sum and count, which leave min and max

@@ -67,17 +67,7 @@ func testLongSpan(t *testing.T, seed int64) {
 			}
 			to := from + span
 			n := 1 + rnd.Intn(int(span/day))
-			agg := model.Agg(rnd.Intn(int(model.AggRaw)))
-			got, err := db.Aggregate(tag, from, to, n, agg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := m.aggregate(tag, from, to, n, agg)
-			for i := range want {
-				if got[i].T != want[i].T || got[i].OK != want[i].OK || (want[i].OK && !close1(got[i].V, want[i].V)) {
-					t.Fatalf("step %d: %s [%d,%d) n=%d bucket %d: got %+v want %+v", step, agg, from, to, n, i, got[i], want[i])
-				}
-			}
+			checkAggregate(t, db, m, tag, from, to, n, model.Agg(rnd.Intn(int(model.AggRaw))), fmt.Sprintf("step %d", step))
 		}
 	}
 	check(-1)

@@ -62,6 +62,22 @@ func (m naive) aggregate(tag string, from, to int64, n int, agg model.Agg) []Buc
 	return out
 }
 
+// checkAggregate compares the store's answer to the model's, bucket by
+// bucket; where says which query it was.
+func checkAggregate(t *testing.T, db *DB, m naive, tag string, from, to int64, n int, agg model.Agg, where string) {
+	t.Helper()
+	got, err := db.Aggregate(tag, from, to, n, agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := m.aggregate(tag, from, to, n, agg)
+	for i := range want {
+		if got[i].T != want[i].T || got[i].OK != want[i].OK || (want[i].OK && !close1(got[i].V, want[i].V)) {
+			t.Fatalf("%s: %s %s [%d,%d) n=%d bucket %d: got %+v want %+v", where, tag, agg, from, to, n, i, got[i], want[i])
+		}
+	}
+}
+
 func testOptions() Options {
 	o := DefaultOptions()
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -190,17 +206,7 @@ func checkModel(t *testing.T, rnd *rand.Rand, db *DB, m naive, tags []string, lo
 			to = from + 60_000*(1+rnd.Int63n(30))
 			n = int((to - from) / 60_000)
 		}
-		agg := model.Agg(rnd.Intn(int(model.AggRaw)))
-		got, err := db.Aggregate(tag, from, to, n, agg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := m.aggregate(tag, from, to, n, agg)
-		for i := range want {
-			if got[i].T != want[i].T || got[i].OK != want[i].OK || (want[i].OK && !close1(got[i].V, want[i].V)) {
-				t.Fatalf("%s %s [%d,%d) n=%d bucket %d: got %+v want %+v", tag, agg, from, to, n, i, got[i], want[i])
-			}
-		}
+		checkAggregate(t, db, m, tag, from, to, n, model.Agg(rnd.Intn(int(model.AggRaw))), "query")
 		raw, err := db.Raw(tag, from, to, 0)
 		if err != nil {
 			t.Fatal(err)
