@@ -373,7 +373,7 @@ func newRawHead() *head { return &head{raw: true} }
 // filled from up to the middle of t's tags. A series left with no sample
 // stays whole. Then every run of from ends before t where the next
 // head's start, and telling the runs apart needs none of their indexes.
-func (h *head) carry(from *head, t int64, now func() time.Time) {
+func (h *head) carry(from *head, t int64) {
 	at := 0
 	for _, s := range from.series {
 		if s != nil && s.n > 0 && s.lastT == t {
@@ -390,9 +390,6 @@ func (h *head) carry(from *head, t int64, now func() time.Time) {
 		k := len(s.ts) - 1 // sorted: only the last sample is at t
 		d := h.seriesFor(uint32(id), false)
 		d.push(s.ts[k], s.vs[k], s.qs[k])
-		if h.samples == 0 {
-			h.born = now()
-		}
 		h.samples++
 		s.ts, s.vs, s.qs = s.ts[:k], s.vs[:k], s.qs[:k]
 		s.n--

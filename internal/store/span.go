@@ -210,7 +210,7 @@ func (q *query) aggregateSums(s *daySums, heads []runInput) {
 	i := sort.Search(len(s.days), func(k int) bool { return s.days[k] >= p0 })
 	// Days ascend, and so does the bucket each falls in: a cursor
 	// finds it rather than a division a day.
-	b := 0
+	b := -1
 	for j := 0; i < len(s.days) && s.days[i] <= p1; i++ {
 		p := s.days[i]
 		for j < len(read) && read[j] < p {
@@ -220,7 +220,7 @@ func (q *query) aggregateSums(s *daySums, heads []runInput) {
 			continue
 		}
 		t := p * partitionMs
-		if b == 0 {
+		if b < 0 {
 			b = bb.index(t)
 		}
 		for b < bb.n-1 && t >= bb.b[b+1] {

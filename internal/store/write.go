@@ -482,7 +482,7 @@ func (tx *Tx) spill(t int64) error {
 		return nil
 	}
 	next := newRawHead()
-	next.carry(h, t, tx.db.opts.Now)
+	next.carry(h, t)
 	for id, s := range h.series {
 		if s != nil {
 			tx.staged.add(uint32(id))
@@ -572,7 +572,7 @@ func (tx *Tx) Commit(ctx context.Context) error {
 			return err
 		})
 	}
-	if err := tx.spill(math.MaxInt64); err != nil {
+	if err := tx.spill(math.MaxInt64); err != nil { // the last head: nothing to carry
 		tx.Rollback()
 		return db.noteDisk(&db.nospace.flush, "bulk writes", err)
 	}
