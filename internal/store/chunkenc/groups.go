@@ -84,51 +84,105 @@ func groupPlan(x []int64, prevBase int64) (cost int, w uint, base int64) {
 		hi = max(hi, v)
 	}
 	fullW := uint(bits.Len64(uint64(hi) - uint64(lo)))
-	bestW, bestBase := fullW, lo
-	bestCost := 1 + packedLen(g, fullW) + uvarintLen(zigzag(lo-prevBase))
+	cost = 1 + packedLen(g, fullW) + uvarintLen(zigzag(lo-prevBase))
+	if fullW > 0 && fullW <= maxExcWidth+1 && (fullW <= 4 || mayExcept(x, lo, fullW, cost)) {
+		return searchExceptions(x, lo, fullW, prevBase, cost)
+	}
+	return cost, fullW, lo
+}
 
-	if fullW > 0 && fullW <= maxExcWidth+1 {
-		var sorted [groupSize]int64
-		s := sorted[:g]
-		sortGroup(s, x, lo, fullW)
-		for w := fullW - 1; ; w-- {
-			// Find the window of width 2^w covering the most values.
-			lim := uint64(1) << w
-			bestI, bestCnt := 0, 0
-			j := 0
-			for i := 0; i < g; i++ {
-				j = max(j, i)
-				for j < g && uint64(s[j])-uint64(s[i]) < lim {
-					j++
-				}
-				if j-i > bestCnt {
-					bestI, bestCnt = i, j-i
-				}
-				if j == g {
-					break
-				}
+// searchExceptions is groupPlan's search for a width under fullW whose
+// window leaves values out as exceptions, starting from the group's size
+// bestCost at fullW (base lo).
+func searchExceptions(x []int64, lo int64, fullW uint, prevBase int64, bestCost int) (int, uint, int64) {
+	g := len(x)
+	bestW, bestBase := fullW, lo
+	var sorted [groupSize]int64
+	s := sorted[:g]
+	sortGroup(s, x, lo, fullW)
+	for w := fullW - 1; ; w-- {
+		// Find the window of width 2^w covering the most values.
+		lim := uint64(1) << w
+		bestI, bestCnt := 0, 0
+		j := 0
+		for i := 0; i < g; i++ {
+			j = max(j, i)
+			for j < g && uint64(s[j])-uint64(s[i]) < lim {
+				j++
 			}
-			exc := g - bestCnt
-			if exc*2 > g {
-				break
+			if j-i > bestCnt {
+				bestI, bestCnt = i, j-i
 			}
-			base := s[bestI]
-			cost := 2 + packedLen(g, w) + uvarintLen(zigzag(base-prevBase)) + exc
-			for _, v := range s[:bestI] {
-				cost += uvarintLen(excCode(v, base, w))
-			}
-			for _, v := range s[bestI+bestCnt:] {
-				cost += uvarintLen(excCode(v, base, w))
-			}
-			if cost < bestCost {
-				bestW, bestBase, bestCost = w, base, cost
-			}
-			if w == 0 || cost > bestCost+g/4 {
+			if j == g {
 				break
 			}
 		}
+		exc := g - bestCnt
+		if exc*2 > g {
+			break
+		}
+		base := s[bestI]
+		cost := 2 + packedLen(g, w) + uvarintLen(zigzag(base-prevBase)) + exc
+		for _, v := range s[:bestI] {
+			cost += uvarintLen(excCode(v, base, w))
+		}
+		for _, v := range s[bestI+bestCnt:] {
+			cost += uvarintLen(excCode(v, base, w))
+		}
+		if cost < bestCost {
+			bestW, bestBase, bestCost = w, base, cost
+		}
+		if w == 0 || cost > bestCost+g/4 {
+			break
+		}
 	}
 	return bestCost, bestW, bestBase
+}
+
+// mayExcept reports whether some width under fullW might make group x
+// (in [lo, lo+2^fullW)) smaller than bestCost, its size at fullW, judged
+// from a histogram of at most 16 buckets of equal width B: a window of
+// 2^w values spans at most 2^w/B+1 buckets (2 when it is narrower than a
+// bucket), so those buckets bound the values it covers from above, and
+// every value left out costs at least two bytes (its position and code).
+// When it reports false, no width groupPlan's search tries can win, and
+// the search, which sorts the group, is skipped with the same result:
+// most groups, whose values spread over their range, are decided here.
+func mayExcept(x []int64, lo int64, fullW uint, bestCost int) bool {
+	g := len(x)
+	kb := min(fullW, 4)
+	shift := fullW - kb
+	var count [16]int
+	buckets := count[:1<<kb]
+	for _, v := range x {
+		buckets[(uint64(v)-uint64(lo))>>shift]++
+	}
+	// cover is an upper bound of the values a window of m buckets holds.
+	cover := func(m int) int {
+		m = min(m, len(buckets))
+		sum := 0
+		for _, c := range buckets[:m] {
+			sum += c
+		}
+		most := sum
+		for i := m; i < len(buckets); i++ {
+			sum += buckets[i] - buckets[i-m]
+			most = max(most, sum)
+		}
+		return most
+	}
+	wins := func(w uint, m int) bool {
+		exc := g - cover(m)
+		return exc*2 <= g && 3+packedLen(g, w)+2*exc < bestCost
+	}
+	for w := int(fullW) - 1; w >= int(shift); w-- {
+		if wins(uint(w), 1<<(uint(w)-shift)+1) {
+			return true
+		}
+	}
+	// Narrower windows span at most two buckets; the narrowest is the
+	// smallest of them.
+	return shift > 0 && wins(0, 2)
 }
 
 // appendGroup writes one group of at most groupSize values. It picks the
@@ -173,8 +227,11 @@ func appendGroup(dst []byte, x []int64, prevBase int64) ([]byte, int64) {
 
 // sortGroup stores x in ascending order in s. All values lie in
 // [lo, lo+2^w); narrow groups, the usual case, are radix sorted on their
-// offsets from lo one byte at a time, which is several times faster than a
-// comparison sort for 128 values.
+// offsets from lo, which is several times faster than a comparison sort
+// for 128 values. The w bits are split into as few passes of at most 8
+// bits as they need, and the passes share them evenly: a pass costs its
+// buckets as well as its values, so 11 bits take two passes of 64 buckets
+// rather than one of 256 and one of 8.
 func sortGroup(s, x []int64, lo int64, w uint) {
 	if w > 24 {
 		copy(s, x)
@@ -186,22 +243,25 @@ func sortGroup(s, x []int64, lo int64, w uint) {
 	for i, v := range x {
 		src[i] = uint32(uint64(v) - uint64(lo))
 	}
-	for shift := uint(0); shift < w; shift += 8 {
+	passes := (w + 7) / 8
+	digit := (w + passes - 1) / max(passes, 1)
+	mask := uint32(1)<<digit - 1
+	for shift := uint(0); shift < w; shift += digit {
 		// Counts fit a byte: a group has at most groupSize <= 255 values.
 		var count [256]uint8
+		buckets := count[:mask+1]
 		for _, d := range src {
-			count[byte(d>>shift)]++
+			buckets[d>>shift&mask]++
 		}
-		var pos [256]uint8
 		sum := uint8(0)
-		for i, c := range count {
-			pos[i] = sum
+		for i, c := range buckets {
+			buckets[i] = sum
 			sum += c
 		}
 		for _, d := range src {
-			k := byte(d >> shift)
-			tmp[pos[k]] = d
-			pos[k]++
+			k := d >> shift & mask
+			tmp[buckets[k]] = d
+			buckets[k]++
 		}
 		src, tmp = tmp, src
 	}
