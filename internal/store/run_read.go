@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -412,7 +413,7 @@ func (r *runFile) parseIndex(idx []byte) error {
 			return errors.New("bad chunk count")
 		}
 		sp := span{c0: len(chunks), t0: len(tiers)}
-		chunks = append(chunks, make([]chunkRef, nc)...)
+		chunks = append(growDouble(chunks, int(nc)), make([]chunkRef, nc)...)
 		s.chunks = chunks[sp.c0:]
 		uoff := br.uvarint()
 		if uoff < runHeaderSize || uoff > uint64(r.size) {
@@ -448,7 +449,7 @@ func (r *runFile) parseIndex(idx []byte) error {
 				return errors.New("bad tier")
 			}
 			sp.t0 = len(tiers)
-			tiers = append(tiers, make([]tierRef, numTiers-int(s.fine))...)
+			tiers = append(growDouble(tiers, numTiers-int(s.fine)), make([]tierRef, numTiers-int(s.fine))...)
 			s.tiers = tiers[sp.t0:]
 			for l := int(s.fine); l < numTiers; l++ {
 				t := s.tier(l)
@@ -489,6 +490,16 @@ func (r *runFile) parseIndex(idx []byte) error {
 		}
 	}
 	return nil
+}
+
+// growDouble makes room for n more elements in s, doubling its capacity
+// when short: append grows a large slice by a quarter, and the arrays of
+// an index of 100,000 series were copied many times over as it was read.
+func growDouble[T any](s []T, n int) []T {
+	if cap(s)-len(s) < n {
+		s = slices.Grow(s, max(n, len(s)))
+	}
+	return s
 }
 
 // countIn returns at most how many samples of s lie in [from, to): those

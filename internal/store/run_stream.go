@@ -219,7 +219,8 @@ func (w *seriesWriter) finish() {
 	if w.decimal {
 		w.total.sum = roundDecimal(w.total.sum, w.exp)
 	}
-	x := rw.index
+	// Room for the entry's fields and its chunk and tier references.
+	x := growDouble(rw.index, 128+len(w.chunks)+2*binary.MaxVarintLen64*numTiers)
 	x = binary.AppendUvarint(x, uint64(w.id))
 	x = binary.AppendUvarint(x, uint64(w.n))
 	x = binary.AppendVarint(x, w.minT)

@@ -254,6 +254,8 @@ type Tx struct {
 	private *head
 	runs    map[int64][]*runFile // private runs by day, oldest first
 	writing chan error           // the private head being written, if any
+	written *head                // that head, recycled once written
+	pool    seriesPool           // series of written heads, for the next ones
 	n       int
 	err     error
 	done    bool
@@ -319,7 +321,7 @@ func (tx *Tx) goBulk() error {
 	if tx.private != nil {
 		return nil
 	}
-	tx.private = newRawHead()
+	tx.private = newRawHead(&tx.pool)
 	tx.runs = make(map[int64][]*runFile)
 	if tx.db.following() {
 		tx.txn = tx.db.nextTxn.Add(1)
@@ -477,11 +479,15 @@ func (tx *Tx) spill(t int64) error {
 	if err := tx.wait(); err != nil {
 		return err
 	}
+	if tx.written != nil {
+		tx.pool.recycle(tx.written)
+		tx.written = nil
+	}
 	h := tx.private
 	if h.samples == 0 {
 		return nil
 	}
-	next := newRawHead()
+	next := newRawHead(&tx.pool)
 	next.carry(h, t)
 	for id, s := range h.series {
 		if s != nil {
@@ -490,7 +496,7 @@ func (tx *Tx) spill(t int64) error {
 	}
 	tx.private = next
 	done := make(chan error, 1)
-	tx.writing = done
+	tx.writing, tx.written = done, h
 	go func() {
 		h.freeze()
 		h.sortFrozen()
@@ -535,6 +541,7 @@ func (tx *Tx) Rollback() {
 	}
 	tx.done = true
 	tx.wait()
+	tx.written, tx.pool = nil, seriesPool{}
 	tx.db.discard(tx.runs)
 	tx.runs = nil
 	if tx.walRecs > 0 {
@@ -580,6 +587,7 @@ func (tx *Tx) Commit(ctx context.Context) error {
 		tx.Rollback()
 		return db.noteDisk(&db.nospace.flush, "bulk writes", err)
 	}
+	tx.written, tx.pool = nil, seriesPool{}
 	if tx.walRecs > 0 {
 		// The copy is durable before the commit point: a commit record
 		// recovered at Open must find every data record.

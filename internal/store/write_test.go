@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"math/rand"
 	"slices"
 	"strconv"
@@ -115,7 +117,14 @@ func TestBulkLatest(t *testing.T) {
 				text  string
 			}
 			model_ := map[string]*want{}
+			all := map[string]map[int64]model.Sample{} // every numeric sample, the last write of each time
 			note := func(tag string, ts int64, v float64, q model.Quality, text string) {
+				if text == "" {
+					if all[tag] == nil {
+						all[tag] = map[int64]model.Sample{}
+					}
+					all[tag][ts] = model.Sample{T: ts, V: v, Q: q}
+				}
 				w := model_[tag]
 				if w == nil {
 					w = &want{first: ts, last: model.Sample{T: ts - 1}}
@@ -196,6 +205,22 @@ func TestBulkLatest(t *testing.T) {
 				for _, ti := range db.Tags() {
 					if w := model_[ti.Name]; w == nil || ti.First != w.first || ti.Last != w.last.T {
 						t.Errorf("%s: %s spans %d..%d, want %+v", when, ti.Name, ti.First, ti.Last, w)
+					}
+				}
+				// Every sample, through the heads each spill took its
+				// series from the one written before (seriesPool).
+				for tag, byT := range all {
+					want := make([]model.Sample, 0, len(byT))
+					for _, smp := range byT {
+						want = append(want, smp)
+					}
+					slices.SortFunc(want, func(a, b model.Sample) int { return cmp.Compare(a.T, b.T) })
+					got, err := db.Raw(tag, math.MinInt64, math.MaxInt64, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(got, want) {
+						t.Fatalf("%s: %s holds %d samples, want %d (first %v, want %v)", when, tag, len(got), len(want), got[:min(3, len(got))], want[:min(3, len(want))])
 					}
 				}
 			}
