@@ -261,7 +261,7 @@ func (db *DB) rewriteDay(p int64, runs []*runFile, id uint32, from, to int64) (*
 		return nil, err
 	}
 	db.stats.Compactions.Add(1)
-	return db.openWritten(path)
+	return db.openWritten(rw, path)
 }
 
 // cut removes the samples in [from, to) from sorted in.

@@ -541,13 +541,13 @@ func (db *DB) writeRunFrom(p int64, n int, next func(i int) *runInput, text, fsy
 	if err != nil {
 		return nil, err
 	}
-	return db.openWritten(path)
+	return db.openWritten(rw, path)
 }
 
 func (db *DB) allocSeq() uint64 { return db.seq.Add(1) }
 
-func (db *DB) openWritten(path string) (*runFile, error) {
-	r, err := openRun(db.fs, path)
+func (db *DB) openWritten(rw *runWriter, path string) (*runFile, error) {
+	r, err := openRunIndexed(db.fs, path, 0, -1, rw)
 	if err != nil {
 		db.fs.Remove(path)
 		return nil, err

@@ -55,7 +55,7 @@ func (db *DB) mergeRuns(p int64, runs []*runFile, dropRaw bool, abort <-chan str
 		return nil, err
 	}
 	db.stats.Compactions.Add(1)
-	r, err := db.openWritten(path)
+	r, err := db.openWritten(rw, path)
 	if err == nil {
 		db.stats.MergeBytes.Add(r.size)
 	}

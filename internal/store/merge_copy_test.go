@@ -79,7 +79,7 @@ func writeTestRun(tb testing.TB, db *DB, p int64, series []runInput) *runFile {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r, err := db.openWritten(path)
+	r, err := db.openWritten(rw, path)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -176,6 +176,14 @@ func openRun(fs vfs.FS, path string) (*runFile, error) {
 // openRunAt opens the run held in bytes [base, base+size) of the file at
 // path (a pack's run, pack.go); a negative size is the whole file.
 func openRunAt(fs vfs.FS, path string, base, size int64) (*runFile, error) {
+	return openRunIndexed(fs, path, base, size, nil)
+}
+
+// openRunIndexed is openRunAt; with written, the writer of the run just
+// finished, its index is taken from the writer's memory rather than read
+// back from the file and inflated (an eighth of a bulk load's time at
+// 100,000 tags: every spill and merge opened what it had just written).
+func openRunIndexed(fs vfs.FS, path string, base, size int64, written *runWriter) (*runFile, error) {
 	r := &runFile{path: path, base: base, size: size}
 	var f interface {
 		io.ReaderAt
@@ -225,11 +233,15 @@ func openRunAt(fs vfs.FS, path string, base, size int64) (*runFile, error) {
 		r.mapping, r.data, r.mapped = m, m[base-pg:], true
 		// The footer and index are read, not touched through the mapping:
 		// a store of a thousand days then costs no resident index pages.
-		err = r.loadIndex(func(off, n int64) ([]byte, error) {
-			b := make([]byte, n)
-			_, err := f.ReadAt(b, base+off)
-			return b, err
-		})
+		if written != nil {
+			err = r.writtenIndex(written)
+		} else {
+			err = r.loadIndex(func(off, n int64) ([]byte, error) {
+				b := make([]byte, n)
+				_, err := f.ReadAt(b, base+off)
+				return b, err
+			})
+		}
 		if err != nil {
 			r.close()
 			return nil, err
@@ -241,12 +253,27 @@ func openRunAt(fs vfs.FS, path string, base, size int64) (*runFile, error) {
 	if _, err := f.ReadAt(r.data, base); err != nil && err != io.EOF {
 		return nil, fmt.Errorf("open run: %w", err)
 	}
-	if err := r.loadIndex(func(off, n int64) ([]byte, error) { return r.data[off : off+n], nil }); err != nil {
+	var err error
+	if written != nil {
+		err = r.writtenIndex(written)
+	} else {
+		err = r.loadIndex(func(off, n int64) ([]byte, error) { return r.data[off : off+n], nil })
+	}
+	if err != nil {
 		r.close()
 		return nil, err
 	}
 	r.keepParsed()
 	return r, nil
+}
+
+// writtenIndex parses the index entries w wrote, as they are in its memory.
+func (r *runFile) writtenIndex(w *runWriter) error {
+	r.part, r.seq = w.part, w.seq
+	if err := r.parseEntries(&byteReader{b: w.index}, uint64(w.n)); err != nil {
+		return &CorruptionError{File: r.path, Err: err}
+	}
+	return nil
 }
 
 func (r *runFile) keepParsed() {
@@ -318,8 +345,11 @@ func inflateIndex(idx []byte) ([]byte, error) {
 	if k <= 0 || n > maxIndexBytes {
 		return nil, errors.New("bad index length")
 	}
-	// The claimed length is trusted only as far as the data inflates.
+	// The claimed length is trusted only as far as the data inflates;
+	// room for it (up to 16 times the deflated bytes, more than an index
+	// takes) spares the buffer's copies as it grows.
 	var b bytes.Buffer
+	b.Grow(int(min(n, 16*uint64(len(idx)))) + 1)
 	m, err := io.Copy(&b, io.LimitReader(flate.NewReader(bytes.NewReader(idx[k:])), int64(n)+1))
 	if err != nil {
 		return nil, fmt.Errorf("inflate index: %w", err)
@@ -386,8 +416,12 @@ func (r *runFile) parseIndex(idx []byte) error {
 	br := &byteReader{b: idx}
 	r.part = br.varint()
 	r.seq = br.uvarint()
-	n := br.uvarint()
-	if n > uint64(len(idx)) {
+	return r.parseEntries(br, br.uvarint())
+}
+
+// parseEntries reads the index's n entries from br.
+func (r *runFile) parseEntries(br *byteReader, n uint64) error {
+	if n > uint64(len(br.b)) {
 		return errors.New("bad series count")
 	}
 	r.parsed = make([]runSeries, 0, n)

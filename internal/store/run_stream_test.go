@@ -2,10 +2,12 @@ package store
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/pith-historian/pith/internal/model"
@@ -164,5 +166,51 @@ func TestMergeOverlapStream(t *testing.T) {
 	direct := writeStreamRun(t, []runInput{exp}, func() int { return 0 }, false, r.seq)
 	if !bytes.Equal(merged, direct) {
 		t.Errorf("merged run (%d bytes) differs from one written from the expected samples (%d bytes)", len(merged), len(direct))
+	}
+}
+
+// TestWrittenIndexMatchesFile: a run opened from its writer's memory
+// (openWritten) holds the same index as the run read back from its file,
+// for numeric series of every shape and text series.
+func TestWrittenIndexMatchesFile(t *testing.T) {
+	dir := t.TempDir()
+	in := streamInputs()
+	for _, text := range []bool{false, true} {
+		rw, err := createRun(vfs.OS{}, dir, in[0].ts[0]/partitionMs, 7, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range in {
+			s := in[i]
+			if text && i%2 == 1 {
+				s.xs = make([]string, len(s.ts))
+				for k := range s.xs {
+					s.xs[k] = fmt.Sprint("x", k%7)
+				}
+			}
+			rw.add(&s, false)
+		}
+		path, err := rw.finish(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem, err := openRunIndexed(vfs.OS{}, path, 0, -1, rw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file, err := openRun(vfs.OS{}, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(mem.index(), file.index()) || mem.part != file.part || mem.seq != file.seq ||
+			mem.lo != file.lo || mem.hi != file.hi || mem.total != file.total || mem.text != file.text || mem.rawTiered != file.rawTiered {
+			t.Fatalf("text %v: the written index differs from the file's", text)
+		}
+		if len(mem.index()) != len(in) {
+			t.Fatalf("text %v: %d entries, want %d", text, len(mem.index()), len(in))
+		}
+		mem.close()
+		file.close()
+		os.Remove(path)
 	}
 }
