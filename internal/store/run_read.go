@@ -185,6 +185,12 @@ func openRunAt(fs vfs.FS, path string, base, size int64) (*runFile, error) {
 // 100,000 tags: every spill and merge opened what it had just written).
 func openRunIndexed(fs vfs.FS, path string, base, size int64, written *runWriter) (*runFile, error) {
 	r := &runFile{path: path, base: base, size: size}
+	index := func(read func(off, n int64) ([]byte, error)) error {
+		if written != nil {
+			return r.writtenIndex(written)
+		}
+		return r.loadIndex(read)
+	}
 	var f interface {
 		io.ReaderAt
 		Close() error
@@ -233,15 +239,11 @@ func openRunIndexed(fs vfs.FS, path string, base, size int64, written *runWriter
 		r.mapping, r.data, r.mapped = m, m[base-pg:], true
 		// The footer and index are read, not touched through the mapping:
 		// a store of a thousand days then costs no resident index pages.
-		if written != nil {
-			err = r.writtenIndex(written)
-		} else {
-			err = r.loadIndex(func(off, n int64) ([]byte, error) {
-				b := make([]byte, n)
-				_, err := f.ReadAt(b, base+off)
-				return b, err
-			})
-		}
+		err = index(func(off, n int64) ([]byte, error) {
+			b := make([]byte, n)
+			_, err := f.ReadAt(b, base+off)
+			return b, err
+		})
 		if err != nil {
 			r.close()
 			return nil, err
@@ -253,13 +255,7 @@ func openRunIndexed(fs vfs.FS, path string, base, size int64, written *runWriter
 	if _, err := f.ReadAt(r.data, base); err != nil && err != io.EOF {
 		return nil, fmt.Errorf("open run: %w", err)
 	}
-	var err error
-	if written != nil {
-		err = r.writtenIndex(written)
-	} else {
-		err = r.loadIndex(func(off, n int64) ([]byte, error) { return r.data[off : off+n], nil })
-	}
-	if err != nil {
+	if err := index(func(off, n int64) ([]byte, error) { return r.data[off : off+n], nil }); err != nil {
 		r.close()
 		return nil, err
 	}

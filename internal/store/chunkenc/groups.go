@@ -85,6 +85,8 @@ func groupPlan(x []int64, prevBase int64) (cost int, w uint, base int64) {
 	}
 	fullW := uint(bits.Len64(uint64(hi) - uint64(lo)))
 	cost = 1 + packedLen(g, fullW) + uvarintLen(zigzag(lo-prevBase))
+	// Groups of 4 bits or less are searched directly: their sort is one
+	// pass of 16 buckets, cheaper than mayExcept's histogram.
 	if fullW > 0 && fullW <= maxExcWidth+1 && (fullW <= 4 || mayExcept(x, lo, fullW, cost)) {
 		return searchExceptions(x, lo, fullW, prevBase, cost)
 	}
