@@ -45,6 +45,16 @@ const DefaultMaxBodyBytes = 32 << 20
 // the limit; it becomes HTTP 413.
 var errBodyTooLarge = errors.New("request body too large")
 
+// bodyError is a body that cannot be read as sent: broken gzip, an
+// encoding we do not speak, a connection cut mid-body. It is the client's
+// fault and becomes HTTP 400 (415 for the encoding).
+type bodyError struct {
+	msg         string
+	unsupported bool // Content-Encoding is not gzip or identity
+}
+
+func (e *bodyError) Error() string { return e.msg }
+
 // bodyReader reads whole request bodies into a reusable buffer, inflating
 // gzip, within a byte limit. Line protocol and remote_write need the whole
 // body: both are parsed in one piece and stored atomically.
@@ -63,7 +73,10 @@ func (b *bodyReader) read(r *http.Request, limit int64) ([]byte, error) {
 	var err error
 	b.buf, err = readAllLimit(b.buf[:0], r.Body, limit)
 	if err != nil {
-		return nil, err
+		if errors.Is(err, errBodyTooLarge) {
+			return nil, err
+		}
+		return nil, &bodyError{msg: "read body: " + err.Error()}
 	}
 	enc := r.Header.Get("Content-Encoding")
 	switch {
@@ -71,23 +84,23 @@ func (b *bodyReader) read(r *http.Request, limit int64) ([]byte, error) {
 	case enc == "" || enc == "identity":
 		return b.buf, nil
 	default:
-		return nil, errors.New("unsupported Content-Encoding " + strconv.Quote(enc) + " (want gzip or none)")
+		return nil, &bodyError{msg: "unsupported Content-Encoding " + strconv.Quote(enc) + " (want gzip or none)", unsupported: true}
 	}
 	src := bytes.NewReader(b.buf)
 	if b.gz == nil {
 		if b.gz, err = gzip.NewReader(src); err != nil {
 			b.gz = nil
-			return nil, errors.New("read gzip body: " + err.Error())
+			return nil, &bodyError{msg: "read gzip body: " + err.Error()}
 		}
 	} else if err = b.gz.Reset(src); err != nil {
-		return nil, errors.New("read gzip body: " + err.Error())
+		return nil, &bodyError{msg: "read gzip body: " + err.Error()}
 	}
 	out, err := readAllLimit(b.inflated[:0], b.gz, limit)
 	if err != nil {
 		if errors.Is(err, errBodyTooLarge) {
 			return nil, err
 		}
-		return nil, errors.New("read gzip body: " + err.Error())
+		return nil, &bodyError{msg: "read gzip body: " + err.Error()}
 	}
 	b.inflated = out
 	return out, nil
@@ -164,7 +177,13 @@ func writeStatus(w http.ResponseWriter, err error) int {
 	var tooMany *TooManyNewTagsError
 	var pe *model.PointError
 	var le *LineError
+	var be *bodyError
 	switch {
+	case errors.As(err, &be):
+		if be.unsupported {
+			return http.StatusUnsupportedMediaType
+		}
+		return http.StatusBadRequest
 	case errors.As(err, &tooMany):
 		w.Header().Set("Retry-After", strconv.Itoa(int((tooMany.RetryAfter+time.Second-1)/time.Second)))
 		return http.StatusTooManyRequests

@@ -62,3 +62,49 @@ func TestLineProtocolHTTP(t *testing.T) {
 		t.Errorf("ping: %d %v", rec.Code, rec.Header())
 	}
 }
+
+// TestBrokenBody: a body that cannot be read as sent (gzip cut short, not
+// gzip at all, an unknown encoding) is the client's fault on every push
+// input that inflates: 400 (415 for the encoding), never 500, nothing
+// stored.
+func TestBrokenBody(t *testing.T) {
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write([]byte("m f=1 1700000000\n"))
+	zw.Close()
+	whole := zb.Bytes()
+	sink := &memSink{}
+	lp := NewLineProtocol(sink, DefaultLineProtocolOptions())
+	em := NewEmoncms(sink, DefaultEmoncmsOptions())
+	for _, c := range []struct {
+		name, enc string
+		body      []byte
+		want      int
+	}{
+		{"gzip cut short", "gzip", whole[:len(whole)-6], 400},
+		{"gzip header only", "", whole[:4], 400},
+		{"magic then garbage", "", []byte("\x1f\x8bnot gzip at all"), 400},
+		{"not gzip though said so", "gzip", []byte("m f=1\n"), 400},
+		{"unknown encoding", "br", []byte("m f=1\n"), 415},
+	} {
+		for _, h := range []struct {
+			name   string
+			h      http.Handler
+			target string
+		}{{"line protocol", lp, "/write"}, {"emoncms", em, "/input/post"}} {
+			req := httptest.NewRequest(http.MethodPost, h.target, bytes.NewReader(c.body))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			if c.enc != "" {
+				req.Header.Set("Content-Encoding", c.enc)
+			}
+			rec := httptest.NewRecorder()
+			h.h.ServeHTTP(rec, req)
+			if rec.Code != c.want {
+				t.Errorf("%s, %s: status %d, want %d: %s", h.name, c.name, rec.Code, c.want, rec.Body)
+			}
+		}
+	}
+	if got := sink.take(); len(got) != 0 {
+		t.Fatalf("stored %v from broken bodies", got)
+	}
+}
