@@ -17,38 +17,51 @@ import (
 // abort is closed before the merge ends, the merge stops, removes what it
 // wrote and returns errMergeAborted.
 func (db *DB) mergeRuns(p int64, runs []*runFile, dropRaw bool, abort <-chan struct{}) (*runFile, error) {
-	ids := make(map[uint32]bool)
-	for _, r := range runs {
-		for i, ss := 0, r.index(); i < len(ss); i++ {
-			ids[ss[i].id] = true
+	// The runs' indexes are walked side by side, series by series.
+	curs := make([]indexCursor, len(runs))
+	for i, r := range runs {
+		if curs[i].start(r); curs[i].err != nil {
+			return nil, curs[i].err
 		}
 	}
-	order := make([]uint32, 0, len(ids))
-	for id := range ids {
-		order = append(order, id)
-	}
-	sort.Slice(order, func(i, j int) bool { return order[i] < order[j] })
 	rw, err := createRun(db.fs, filepath.Join(db.dir, "runs"), p, db.allocSeq(), runsHoldText(runs))
 	if err != nil {
 		return nil, err
 	}
 	var m merger
 	var acc runInput
-	for _, id := range order {
+	for lo, more := uint32(0), true; more; {
+		id, found := uint32(0), false
+		for i := range curs {
+			if x, ok := curs[i].seek(lo); ok && (!found || x < id) {
+				id, found = x, true
+			}
+		}
+		if !found {
+			break
+		}
+		lo, more = id+1, id < math.MaxUint32
 		select {
 		case <-abort:
 			rw.abort()
 			return nil, errMergeAborted
 		default:
 		}
-		m.reset(runs, id)
+		m.reset(runs, curs, id)
 		if !m.text {
 			db.mergeStream(rw, &m, id, dropRaw)
 			continue
 		}
-		db.mergeWhole(runs, id, &acc)
+		db.mergeWhole(&m, &acc)
 		acc.id = id
 		rw.add(&acc, dropRaw)
+	}
+	for i := range curs {
+		if curs[i].err != nil {
+			// Written so far is a part of the day: the runs stay.
+			rw.abort()
+			return nil, curs[i].err
+		}
 	}
 	path, err := rw.finish(true)
 	if err != nil {
@@ -96,23 +109,18 @@ func (db *DB) mergeStream(rw *runWriter, m *merger, id uint32, dropRaw bool) {
 	w.finish()
 }
 
-// mergeWhole reads series id of runs into acc, whole: a text series, or
-// one that is text in some runs and numbers in others.
-func (db *DB) mergeWhole(runs []*runFile, id uint32, acc *runInput) {
+// mergeWhole reads the merger's series into acc, whole: a text series,
+// or one that is text in some runs and numbers in others.
+func (db *DB) mergeWhole(m *merger, acc *runInput) {
 	var next, tmp runInput
 	acc.reset()
 	total := 0
-	for _, r := range runs {
-		if rs := r.find(id); rs != nil {
-			total += int(rs.n)
-		}
+	for _, it := range m.its {
+		total += int(it.rs.n)
 	}
 	acc.ts, acc.vs, acc.qs = slices.Grow(acc.ts, total), slices.Grow(acc.vs, total), slices.Grow(acc.qs, total)
-	for _, r := range runs {
-		rs := r.find(id)
-		if rs == nil {
-			continue
-		}
+	for _, it := range m.its {
+		r, rs := it.r, it.rs
 		// A run after what is merged so far (the usual case: a day
 		// written in time order) is decoded straight into acc, which
 		// then holds the series once rather than twice.

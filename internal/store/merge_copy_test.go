@@ -156,6 +156,13 @@ func TestMergeCopyModel(t *testing.T) {
 				runs = append(runs, writeTestRun(t, db, p, series))
 			}
 		}
+		if seed%2 == 1 {
+			// The merge then walks the indexes as bytes (indexCursor),
+			// as it does a bulk load's runs.
+			for _, r := range runs {
+				r.dropIndex()
+			}
+		}
 		got, err := db.mergeRuns(p, runs, false, nil)
 		if err != nil {
 			t.Fatal(err)

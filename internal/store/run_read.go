@@ -124,25 +124,36 @@ func (r *runFile) index() []runSeries {
 		return *p
 	}
 	t := &runFile{path: r.path, size: r.size, data: r.data}
-	var err error
-	if r.mapped {
-		var f *os.File
-		if f, err = os.Open(r.path); err == nil {
-			err = t.loadIndex(func(off, n int64) ([]byte, error) {
-				b := make([]byte, n)
-				_, err := f.ReadAt(b, r.base+off)
-				return b, err
-			})
-			f.Close()
-		}
-	} else if r.data != nil {
-		err = t.loadIndex(func(off, n int64) ([]byte, error) { return r.data[off : off+n], nil })
+	raw, err := r.rawIndex()
+	if err == nil {
+		err = t.parseIndex(raw)
 	}
-	if err != nil || r.data == nil {
+	if err != nil {
 		return nil
 	}
 	r.idx.Store(&t.parsed)
 	return t.parsed
+}
+
+// rawIndex reads the run's index from its file again and returns it
+// inflated.
+func (r *runFile) rawIndex() ([]byte, error) {
+	if r.data == nil {
+		return nil, errors.New("run closed")
+	}
+	if !r.mapped {
+		return r.findIndex(func(off, n int64) ([]byte, error) { return r.data[off : off+n], nil })
+	}
+	f, err := os.Open(r.path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return r.findIndex(func(off, n int64) ([]byte, error) {
+		b := make([]byte, n)
+		_, err := f.ReadAt(b, r.base+off)
+		return b, err
+	})
 }
 
 // dropIndex forgets the index entries; the next index call reads them
@@ -290,13 +301,26 @@ func (r *runFile) close() {
 	r.data, r.mapping = nil, nil
 }
 
-// loadIndex tries both footers and both index copies.
+// loadIndex reads and parses the index (findIndex).
 func (r *runFile) loadIndex(read func(off, n int64) ([]byte, error)) error {
+	raw, err := r.findIndex(read)
+	if err != nil {
+		return err
+	}
+	if err := r.parseIndex(raw); err != nil {
+		return &CorruptionError{File: r.path, Err: err}
+	}
+	return nil
+}
+
+// findIndex tries both footers and both index copies, and returns the
+// first whose checksum holds, inflated.
+func (r *runFile) findIndex(read func(off, n int64) ([]byte, error)) ([]byte, error) {
 	var firstErr error
 	for _, fo := range []int64{r.size - runFooterSize, r.size - 2*runFooterSize} {
 		foot, err := read(fo, runFooterSize)
 		if err != nil {
-			return fmt.Errorf("read run footer: %w", err)
+			return nil, fmt.Errorf("read run footer: %w", err)
 		}
 		if string(foot[28:]) != runFooterMagic || crc32c.Checksum(foot[:24]) != binary.LittleEndian.Uint32(foot[24:]) {
 			if firstErr == nil {
@@ -312,7 +336,7 @@ func (r *runFile) loadIndex(read func(off, n int64) ([]byte, error)) error {
 			}
 			idx, err := read(off, ln)
 			if err != nil {
-				return fmt.Errorf("read run index: %w", err)
+				return nil, fmt.Errorf("read run index: %w", err)
 			}
 			if crc32c.Checksum(idx) != crc {
 				if firstErr == nil {
@@ -321,16 +345,13 @@ func (r *runFile) loadIndex(read func(off, n int64) ([]byte, error)) error {
 				continue
 			}
 			raw, err := inflateIndex(idx)
-			if err == nil {
-				err = r.parseIndex(raw)
-			}
 			if err != nil {
-				return &CorruptionError{File: r.path, Offset: off, Err: err}
+				return nil, &CorruptionError{File: r.path, Offset: off, Err: err}
 			}
-			return nil
+			return raw, nil
 		}
 	}
-	return firstErr
+	return nil, firstErr
 }
 
 // maxIndexBytes bounds an inflated index, against a damaged length.
@@ -428,84 +449,20 @@ func (r *runFile) parseEntries(br *byteReader, n uint64) error {
 	spans := make([]span, 0, n)
 	var chunks []chunkRef
 	var tiers []tierRef
-	for i := uint64(0); i < n && br.err == nil; i++ {
-		var s runSeries
-		s.id = uint32(br.uvarint())
-		s.n = int64(br.uvarint())
-		s.minT = br.varint()
-		s.maxT = br.varint()
-		s.lastV = br.f64()
-		s.lastQ = model.Quality(br.byte1())
-		s.fine = br.byte1()
-		s.sum, s.min, s.max, s.first = br.f64(), br.f64(), br.f64(), br.f64()
-		nc := br.uvarint()
-		if nc > uint64(len(br.b)) {
-			return errors.New("bad chunk count")
-		}
+	for i := uint64(0); i < n; i++ {
 		sp := span{c0: len(chunks), t0: len(tiers)}
-		chunks = append(growDouble(chunks, int(nc)), make([]chunkRef, nc)...)
-		s.chunks = chunks[sp.c0:]
-		uoff := br.uvarint()
-		if uoff < runHeaderSize || uoff > uint64(r.size) {
-			return errors.New("chunk offset out of range")
-		}
-		off := int64(uoff)
-		prevEnd := s.minT
-		for j := range s.chunks {
-			c := &s.chunks[j]
-			c.minT = prevEnd + br.varint()
-			c.maxT = c.minT + br.varint()
-			prevEnd = c.maxT
-			cn, cl := br.uvarint(), br.uvarint()
-			if cn == 0 || cn > maxChunk || cl < 4 || cl > uint64(r.size) {
-				return errors.New("chunk reference out of range")
-			}
-			c.n, c.off, c.len = int32(cn), uint32(off), uint32(cl)
-			c.text = s.fine == fineText
-			off += int64(cl)
-			if off > r.size {
-				return errors.New("chunk reference out of range")
-			}
-		}
-		if s.fine == fineText {
-			l := br.uvarint()
-			if l > uint64(len(br.b)) || l > chunkenc.MaxText {
-				return errors.New("bad last text")
-			}
-			s.lastText = string(br.b[:l])
-			br.b = br.b[l:]
-		} else if s.fine != noTier {
-			if int(s.fine) >= numTiers {
-				return errors.New("bad tier")
-			}
-			sp.t0 = len(tiers)
-			tiers = append(growDouble(tiers, numTiers-int(s.fine)), make([]tierRef, numTiers-int(s.fine))...)
-			s.tiers = tiers[sp.t0:]
-			for l := int(s.fine); l < numTiers; l++ {
-				t := s.tier(l)
-				tn, tl := br.uvarint(), br.uvarint()
-				if tn > uint64(partitionMs/tierWidth[l]) || tl < 4 || tl > uint64(r.size) {
-					return errors.New("tier reference out of range")
-				}
-				t.n, t.off, t.len = int32(tn), uint32(off), uint32(tl)
-				off += int64(tl)
-				if off > r.size {
-					return errors.New("tier reference out of range")
-				}
-			}
+		var s runSeries
+		var err error
+		if chunks, tiers, err = r.parseEntry(br, &s, chunks, tiers); err != nil {
+			return err
 		}
 		if len(r.parsed) > 0 && r.parsed[len(r.parsed)-1].id >= s.id {
 			return errors.New("series out of order")
 		}
 		sp.c1, sp.t1 = len(chunks), len(tiers)
 		s.chunks, s.tiers = nil, nil
-		r.rawTiered = r.rawTiered || s.fine != noTier && s.fine != fineText && nc > 0
-		r.text = r.text || s.fine == fineText
 		r.parsed = append(r.parsed, s)
 		spans = append(spans, sp)
-	}
-	if br.err != nil {
-		return br.err
 	}
 	// Exact copies: append's spare capacity would stay resident.
 	chunks = append([]chunkRef(nil), chunks...)
@@ -520,6 +477,84 @@ func (r *runFile) parseEntries(br *byteReader, n uint64) error {
 		}
 	}
 	return nil
+}
+
+// parseEntry reads one index entry from br into s, appending its chunk
+// and tier references to chunks and tiers (s.chunks and s.tiers are the
+// appended part, valid until the arrays grow again). It sets the run's
+// rawTiered and text as it finds them.
+func (r *runFile) parseEntry(br *byteReader, s *runSeries, chunks []chunkRef, tiers []tierRef) ([]chunkRef, []tierRef, error) {
+	s.id = uint32(br.uvarint())
+	s.n = int64(br.uvarint())
+	s.minT = br.varint()
+	s.maxT = br.varint()
+	s.lastV = br.f64()
+	s.lastQ = model.Quality(br.byte1())
+	s.fine = br.byte1()
+	s.sum, s.min, s.max, s.first = br.f64(), br.f64(), br.f64(), br.f64()
+	s.lastText, s.tiers = "", nil
+	nc := br.uvarint()
+	if nc > uint64(len(br.b)) {
+		return chunks, tiers, errors.New("bad chunk count")
+	}
+	c0 := len(chunks)
+	chunks = append(growDouble(chunks, int(nc)), make([]chunkRef, nc)...)
+	s.chunks = chunks[c0:]
+	uoff := br.uvarint()
+	if uoff < runHeaderSize || uoff > uint64(r.size) {
+		return chunks, tiers, errors.New("chunk offset out of range")
+	}
+	off := int64(uoff)
+	prevEnd := s.minT
+	for j := range s.chunks {
+		c := &s.chunks[j]
+		c.minT = prevEnd + br.varint()
+		c.maxT = c.minT + br.varint()
+		prevEnd = c.maxT
+		cn, cl := br.uvarint(), br.uvarint()
+		if cn == 0 || cn > maxChunk || cl < 4 || cl > uint64(r.size) {
+			return chunks, tiers, errors.New("chunk reference out of range")
+		}
+		c.n, c.off, c.len = int32(cn), uint32(off), uint32(cl)
+		c.text = s.fine == fineText
+		off += int64(cl)
+		if off > r.size {
+			return chunks, tiers, errors.New("chunk reference out of range")
+		}
+	}
+	if s.fine == fineText {
+		l := br.uvarint()
+		if l > uint64(len(br.b)) || l > chunkenc.MaxText {
+			return chunks, tiers, errors.New("bad last text")
+		}
+		s.lastText = string(br.b[:l])
+		br.b = br.b[l:]
+	} else if s.fine != noTier {
+		if int(s.fine) >= numTiers {
+			return chunks, tiers, errors.New("bad tier")
+		}
+		t0 := len(tiers)
+		tiers = append(growDouble(tiers, numTiers-int(s.fine)), make([]tierRef, numTiers-int(s.fine))...)
+		s.tiers = tiers[t0:]
+		for l := int(s.fine); l < numTiers; l++ {
+			t := s.tier(l)
+			tn, tl := br.uvarint(), br.uvarint()
+			if tn > uint64(partitionMs/tierWidth[l]) || tl < 4 || tl > uint64(r.size) {
+				return chunks, tiers, errors.New("tier reference out of range")
+			}
+			t.n, t.off, t.len = int32(tn), uint32(off), uint32(tl)
+			off += int64(tl)
+			if off > r.size {
+				return chunks, tiers, errors.New("tier reference out of range")
+			}
+		}
+	}
+	if br.err != nil {
+		return chunks, tiers, br.err
+	}
+	r.rawTiered = r.rawTiered || s.fine != noTier && s.fine != fineText && nc > 0
+	r.text = r.text || s.fine == fineText
+	return chunks, tiers, nil
 }
 
 // growDouble makes room for n more elements in s, doubling its capacity

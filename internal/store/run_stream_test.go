@@ -214,3 +214,74 @@ func TestWrittenIndexMatchesFile(t *testing.T) {
 		os.Remove(path)
 	}
 }
+
+// TestIndexCursor walks a run's index with indexCursor, over the entries
+// in memory and over the index bytes, asking for every id, every third
+// and ids the run does not hold: each answer equals find's.
+func TestIndexCursor(t *testing.T) {
+	dir := t.TempDir()
+	in := streamInputs()
+	rw, err := createRun(vfs.OS{}, dir, in[0].ts[0]/partitionMs, 7, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range in {
+		s := in[i]
+		s.id = uint32(3 * (i + 1)) // ids 3, 6, 9, ...: gaps between
+		if i%2 == 1 {
+			s.xs = make([]string, len(s.ts))
+			for k := range s.xs {
+				s.xs[k] = fmt.Sprint("x", k%7)
+			}
+		}
+		rw.add(&s, false)
+	}
+	path, err := rw.finish(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := openRun(vfs.OS{}, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	want := map[uint32]runSeries{}
+	for _, s := range r.index() {
+		want[s.id] = s
+	}
+	for _, step := range []uint32{1, 2, 3, 5} {
+		for _, dropped := range []bool{false, true} {
+			if dropped {
+				r.dropIndex()
+			} else {
+				r.index()
+			}
+			var c indexCursor
+			c.start(r)
+			seen := 0
+			for id := uint32(0); id < uint32(3*len(in)+5); id += step {
+				got := c.at(id)
+				w, ok := want[id]
+				if (got != nil) != ok || ok && !reflect.DeepEqual(*got, w) {
+					t.Fatalf("step %d, bytes %v: id %d: %+v, want %+v (held %v)", step, dropped, id, got, w, ok)
+				}
+				if ok {
+					seen++
+				}
+			}
+			if _, more := c.seek(uint32(3*len(in) + 1)); more || c.err != nil {
+				t.Fatalf("step %d, bytes %v: entries left after the last id, or %v", step, dropped, c.err)
+			}
+			if step == 1 && seen != len(in) {
+				t.Fatalf("saw %d entries, want %d", seen, len(in))
+			}
+		}
+	}
+	// A cursor over a run whose file is gone: an error, no entries.
+	r.dropIndex()
+	r.close()
+	var c indexCursor
+	if c.start(r); c.err == nil {
+		t.Fatal("cursor over a closed run: no error")
+	}
+}
