@@ -176,24 +176,7 @@ func TestWrittenIndexMatchesFile(t *testing.T) {
 	dir := t.TempDir()
 	in := streamInputs()
 	for _, text := range []bool{false, true} {
-		rw, err := createRun(vfs.OS{}, dir, in[0].ts[0]/partitionMs, 7, text)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range in {
-			s := in[i]
-			if text && i%2 == 1 {
-				s.xs = make([]string, len(s.ts))
-				for k := range s.xs {
-					s.xs[k] = fmt.Sprint("x", k%7)
-				}
-			}
-			rw.add(&s, false)
-		}
-		path, err := rw.finish(false)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rw, path := writeMixedRun(t, dir, in, text, 1)
 		mem, err := openRunIndexed(vfs.OS{}, path, 0, -1, rw)
 		if err != nil {
 			t.Fatal(err)
@@ -219,27 +202,8 @@ func TestWrittenIndexMatchesFile(t *testing.T) {
 // in memory and over the index bytes, asking for every id, every third
 // and ids the run does not hold: each answer equals find's.
 func TestIndexCursor(t *testing.T) {
-	dir := t.TempDir()
 	in := streamInputs()
-	rw, err := createRun(vfs.OS{}, dir, in[0].ts[0]/partitionMs, 7, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range in {
-		s := in[i]
-		s.id = uint32(3 * (i + 1)) // ids 3, 6, 9, ...: gaps between
-		if i%2 == 1 {
-			s.xs = make([]string, len(s.ts))
-			for k := range s.xs {
-				s.xs[k] = fmt.Sprint("x", k%7)
-			}
-		}
-		rw.add(&s, false)
-	}
-	path, err := rw.finish(false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, path := writeMixedRun(t, t.TempDir(), in, true, 3) // ids 3, 6, 9, ...: gaps between
 	r, err := openRun(vfs.OS{}, path)
 	if err != nil {
 		t.Fatal(err)
@@ -284,4 +248,33 @@ func TestIndexCursor(t *testing.T) {
 	if c.start(r); c.err == nil {
 		t.Fatal("cursor over a closed run: no error")
 	}
+}
+
+// writeMixedRun writes in as a run in dir, series i as id idStep*(i+1)
+// (1: the inputs' own ids), every other series as text when text is set,
+// and returns the writer and the file.
+func writeMixedRun(t *testing.T, dir string, in []runInput, text bool, idStep uint32) (*runWriter, string) {
+	t.Helper()
+	rw, err := createRun(vfs.OS{}, dir, in[0].ts[0]/partitionMs, 7, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range in {
+		s := in[i]
+		if idStep != 1 {
+			s.id = idStep * uint32(i+1)
+		}
+		if text && i%2 == 1 {
+			s.xs = make([]string, len(s.ts))
+			for k := range s.xs {
+				s.xs[k] = fmt.Sprint("x", k%7)
+			}
+		}
+		rw.add(&s, false)
+	}
+	path, err := rw.finish(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rw, path
 }
