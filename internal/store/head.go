@@ -387,19 +387,19 @@ type seriesPool struct {
 	series []*headSeries // an all-nil series table for the next head
 }
 
-// recycleMax is the largest tail a recycled series keeps; larger ones are
-// left to the collector: a head of few series does not allocate often.
-const recycleMax = 1024
-
 // recycle takes the series of h, a written raw head that nothing reads
-// any more, into the pool.
+// any more, into the pool. Long tails are kept too: a load of one tag
+// over years fills each head with one series of a million samples, whose
+// arrays, grown by doubling for every head, were two thirds of what it
+// allocated. The pool holds at most the arrays of one head, which the
+// next head would otherwise allocate again.
 func (p *seriesPool) recycle(h *head) {
 	for id, s := range h.series {
 		if s == nil {
 			continue
 		}
 		h.series[id] = nil
-		if s.text || s.blocks != nil || cap(s.ts) > recycleMax {
+		if s.text || s.blocks != nil {
 			continue
 		}
 		*s = headSeries{ts: s.ts[:0], vs: s.vs[:0], qs: s.qs[:0], sorted: true, raw: true}

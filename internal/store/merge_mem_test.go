@@ -89,8 +89,8 @@ func mergeDay(t *testing.T, runs, per int) float64 {
 // a day four times larger, and checks that a merge streams the series from
 // the runs to the new one: what it allocates stays a small part of the
 // series (raw, 17 bytes a sample) and hardly grows with the day. A merge
-// that decodes the day's series whole allocates at least the series, and
-// four times more for the larger day.
+// that decodes the day's series whole allocates at least the series: for
+// the larger day, at least the raw size of its extra samples more.
 func TestMergeRunsMemory(t *testing.T) {
 	const runs, per = 8, 50_000
 	small := mergeDay(t, runs, per)
@@ -104,7 +104,9 @@ func TestMergeRunsMemory(t *testing.T) {
 	if small > series/2 {
 		t.Errorf("merge of %d samples allocated %.2f MB, over half the %.2f MB of the raw series", runs*per, small/1e6, series/2e6)
 	}
-	if large > 1.5*small {
-		t.Errorf("merge of a day 4 times larger allocated %.2f MB, over 1.5 times the %.2f MB of the smaller day", large/1e6, small/1e6)
+	// Compared by growth, not ratio: the fixed part (write buffer, index
+	// compressor) is pooled, so the smaller day's figure can be near 0.
+	if extra := 3 * series; large-small > extra/4 {
+		t.Errorf("merge of a day 4 times larger allocated %.2f MB more than the smaller day's %.2f MB, over a quarter of the %.2f MB its extra samples take raw", (large-small)/1e6, small/1e6, extra/1e6)
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"compress/flate"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/pith-historian/pith/internal/crc32c"
 	"github.com/pith-historian/pith/internal/model"
@@ -62,6 +64,16 @@ func runFileName(part int64, seq uint64) string {
 	return fmt.Sprintf("p%d-%08d.run", part, seq)
 }
 
+// runBuffers keeps the write buffers of finished runs for the next runs,
+// and indexDeflaters the index compressors: a bulk load of years writes a
+// run a day, and a new buffer (256 KiB) and compressor (about 1 MiB) for
+// each were most of what such a load allocated (1.5 GB for the standard
+// feed's 1,096 days).
+var (
+	runBuffers     = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 256<<10) }}
+	indexDeflaters = sync.Pool{New: func() any { w, _ := flate.NewWriter(io.Discard, flate.BestSpeed); return w }}
+)
+
 // createRun starts a run; text says whether it will hold text series
 // (its header then says runVersionText).
 func createRun(fs vfs.FS, dir string, part int64, seq uint64, text bool) (*runWriter, error) {
@@ -69,7 +81,9 @@ func createRun(fs vfs.FS, dir string, part int64, seq uint64, text bool) (*runWr
 	if err != nil {
 		return nil, fmt.Errorf("create run: %w", err)
 	}
-	rw := &runWriter{fs: fs, f: f, w: bufio.NewWriterSize(f, 256<<10), part: part, seq: seq}
+	w := runBuffers.Get().(*bufio.Writer)
+	w.Reset(f)
+	rw := &runWriter{fs: fs, f: f, w: w, part: part, seq: seq}
 	hdr := make([]byte, runHeaderSize)
 	copy(hdr, runMagic)
 	binary.LittleEndian.PutUint32(hdr[8:], runVersion)
@@ -132,11 +146,14 @@ func compressIndex(pieces ...[]byte) []byte {
 	// buffer's copies as it grows.
 	b.Grow(binary.MaxVarintLen64 + n/2)
 	b.Write(binary.AppendUvarint(nil, uint64(n)))
-	w, _ := flate.NewWriter(&b, flate.BestSpeed)
+	w := indexDeflaters.Get().(*flate.Writer)
+	w.Reset(&b)
 	for _, p := range pieces {
 		w.Write(p)
 	}
 	w.Close()
+	w.Reset(io.Discard) // not to keep b
+	indexDeflaters.Put(w)
 	return b.Bytes()
 }
 
@@ -167,7 +184,9 @@ func (rw *runWriter) finish(fsync bool) (string, error) {
 	rw.write(foot)
 	rw.write(foot)
 	tmp := rw.f.Name()
-	if err := rw.w.Flush(); err != nil {
+	err := rw.w.Flush()
+	rw.releaseBuffer()
+	if err != nil {
 		rw.abort()
 		return "", fmt.Errorf("write run: %w", err)
 	}
@@ -203,7 +222,19 @@ func syncFS(dir string) error {
 	return nil
 }
 
+// releaseBuffer returns the write buffer to runBuffers, its bytes
+// written or dropped: nothing is written after it.
+func (rw *runWriter) releaseBuffer() {
+	if rw.w == nil {
+		return
+	}
+	rw.w.Reset(nil)
+	runBuffers.Put(rw.w)
+	rw.w = nil
+}
+
 func (rw *runWriter) abort() {
+	rw.releaseBuffer()
 	rw.f.Close()
 	rw.fs.Remove(rw.f.Name())
 }
