@@ -35,19 +35,7 @@ func BenchmarkImportDataset(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				tx := db.Begin()
-				for k := 0; k < len(pts); k += 1 << 16 {
-					e := k + 1<<16
-					if e > len(pts) {
-						e = len(pts)
-					}
-					if err := tx.Add(pts[k:e]); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := tx.Commit(context.Background()); err != nil {
-					b.Fatal(err)
-				}
+				bulkLoad(b, db, pts, 1<<16)
 				if err := db.Close(); err != nil {
 					b.Fatal(err)
 				}

@@ -15,6 +15,21 @@ import (
 	"time"
 )
 
+// bulkLoad writes pts in one transaction, batch points at a time, as an
+// import does.
+func bulkLoad(tb testing.TB, db *DB, pts []model.Point, batch int) {
+	tb.Helper()
+	tx := db.Begin()
+	for k := 0; k < len(pts); k += batch {
+		if err := tx.Add(pts[k:min(k+batch, len(pts))]); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := tx.Commit(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // model is the naive reference: every tag's samples in a map, last write wins.
 type naive map[string]map[int64]model.Sample
 

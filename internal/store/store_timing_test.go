@@ -52,15 +52,7 @@ func BenchmarkBulkImport(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		tx := db.Begin()
-		for k := 0; k < len(pts); k += 1 << 16 {
-			if err := tx.Add(pts[k : k+1<<16]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := tx.Commit(context.Background()); err != nil {
-			b.Fatal(err)
-		}
+		bulkLoad(b, db, pts, 1<<16)
 		b.StopTimer()
 		db.Close()
 		b.StartTimer()
@@ -83,15 +75,7 @@ func BenchmarkBulkImportFollowed(b *testing.B) {
 		if _, err := db.Follow("upstream", FollowOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		tx := db.Begin()
-		for k := 0; k < len(pts); k += 1 << 16 {
-			if err := tx.Add(pts[k : k+1<<16]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := tx.Commit(context.Background()); err != nil {
-			b.Fatal(err)
-		}
+		bulkLoad(b, db, pts, 1<<16)
 		b.StopTimer()
 		db.Close()
 		b.StartTimer()
@@ -208,16 +192,7 @@ func BenchmarkAggregateSpan(b *testing.B) {
 	}
 	defer db.Close()
 	if !kept {
-		pts := feedLike(n)
-		tx := db.Begin()
-		for i := 0; i < len(pts); i += 1 << 20 {
-			if err := tx.Add(pts[i:min(i+1<<20, len(pts))]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := tx.Commit(context.Background()); err != nil {
-			b.Fatal(err)
-		}
+		bulkLoad(b, db, feedLike(n), 1<<20)
 	}
 	from := int64(1_700_000_000_000)
 	for _, span := range []struct {
