@@ -97,6 +97,7 @@ type DB struct {
 	// orderMu orders commits: applies happen in WAL commit order.
 	orderMu    sync.Mutex
 	lastTicket chan struct{}
+	chain      chainEnc           // the chained records' encoder, under orderMu
 	inflight   map[uint64]wal.Pos // txn -> first record, until applied
 
 	backupMu       sync.Mutex // one backup at a time: see backup
@@ -105,6 +106,7 @@ type DB struct {
 	version        int         // the MANIFEST format version; raised to formatDeletes by the first delete
 	textReady      atomic.Bool // version >= formatText: text may be written
 	packedReady    atomic.Bool // version >= formatPacked: packed data records may be written
+	chainedReady   atomic.Bool // version >= formatChained: chained data records may be written
 	broken         []string    // unreadable runs, kept listed in the manifest
 	// backups counts backups between their capture and their end; while
 	// one runs, the runs that installs replace keep their names
@@ -249,6 +251,7 @@ func Open(dir string, opts Options) (_ *DB, err error) {
 	db.version = m.Version
 	db.textReady.Store(db.version >= formatText)
 	db.packedReady.Store(db.version >= formatPacked)
+	db.chainedReady.Store(db.version >= formatChained)
 	if db.series, err = loadSeries(fs, dir, opts.Logger); err != nil {
 		return nil, err
 	}
@@ -259,6 +262,9 @@ func Open(dir string, opts Options) (_ *DB, err error) {
 	wopts := wal.DefaultOptions()
 	wopts.SkipCorrupt = true
 	wopts.FS = fs
+	if opts.walSegmentSize > 0 {
+		wopts.SegmentSize = opts.walSegmentSize
+	}
 	if opts.Durability == DurabilityRelaxed {
 		wopts.Durability = wal.DurabilityRelaxed
 		wopts.CommitInterval = opts.CommitInterval
@@ -476,10 +482,12 @@ func (db *DB) replay(from uint32) error {
 	start := wal.Pos{Segment: from}
 	db.replaying, db.replayFrom = true, from
 	defer func() { db.replaying = false }()
-	var d dataRecord
+	var chain walChain
+	d := dataRecord{chain: &chain}
 	var recs, applied int
 	err := db.wal.Replay(start, func(pos wal.Pos, rec []byte) error {
 		recs++
+		chain.enter(pos, wal.After(pos, rec))
 		if len(rec) > 0 && (rec[0] == recLabels || rec[0] == recLabelsReplica) {
 			if err := db.replayLabels(rec); err != nil {
 				db.log.Error("skipping undecodable wal record", "segment", pos.Segment, "offset", pos.Offset, "err", err)

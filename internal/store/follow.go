@@ -200,6 +200,7 @@ type follower struct {
 	txns    map[uint64]*openTxn
 	unacked []ackPoint  // batches handed out since the last Ack
 	rd      *wal.Reader // while open: reads on where the last batch stopped
+	chain   walChain    // the chained records' values up to cur
 }
 
 // openTxn is a bulk transaction or delete read but not committed yet.
@@ -355,7 +356,10 @@ func (db *DB) scanFollower(st *follower, to wal.Pos, max int, emit func(Entry)) 
 	if !st.cur.walPos().Less(to) {
 		return nil
 	}
-	var d dataRecord
+	if err := db.primeChain(&st.chain, st.cur.walPos()); err != nil {
+		return err
+	}
+	d := dataRecord{chain: &st.chain}
 	read := db.wal.Read
 	if st.rd != nil {
 		read = st.rd.Read
@@ -364,12 +368,13 @@ func (db *DB) scanFollower(st *follower, to wal.Pos, max int, emit func(Entry)) 
 		if full() {
 			return errBatchFull
 		}
+		st.chain.enter(pos, end)
 		if len(rec) == 0 {
 			st.cur = position(end)
 			return nil
 		}
 		switch rec[0] {
-		case recData, recReplica, recPacked, recPackedReplica:
+		case recData, recReplica, recPacked, recPackedReplica, recChained:
 			if err := decodeDataRecord(rec, &d); err != nil {
 				st.log.Error("follower skips undecodable wal record", "segment", pos.Segment, "offset", pos.Offset, "err", err)
 				break
@@ -419,6 +424,7 @@ func (db *DB) scanFollower(st *follower, to wal.Pos, max int, emit func(Entry)) 
 			for i := part; i < len(t.recs); i++ {
 				if i > part && full() {
 					st.cur = Position{Segment: pos.Segment, Offset: pos.Offset, Part: uint32(i)}
+					st.chain.next = pos // the commit record is read again from its start
 					return errBatchFull
 				}
 				e, err := db.followerTxnRecord(t.recs[i].pos)
@@ -450,6 +456,33 @@ func (db *DB) scanFollower(st *follower, to wal.Pos, max int, emit func(Entry)) 
 	if st.cur.walPos().Less(to) {
 		st.cur = position(to) // nothing more before to
 	}
+	return nil
+}
+
+// primeChain makes c hold the chained records' values up to pos: unless
+// it entered every record before pos already, it reads the records of
+// pos's segment before pos again. The caller holds retain.
+func (db *DB) primeChain(c *walChain, pos wal.Pos) error {
+	if c.at(pos) {
+		return nil
+	}
+	c.seg, c.next = 0, wal.Pos{}
+	clear(c.vals)
+	d := dataRecord{chain: c}
+	err := db.wal.Read(wal.Pos{Segment: pos.Segment}, pos, func(at, end wal.Pos, rec []byte) error {
+		c.enter(at, end)
+		if len(rec) > 0 && rec[0] == recChained {
+			decodeDataRecord(rec, &d) // what fails is forgotten
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read wal: %w", err)
+	}
+	if !c.next.Equal(pos) {
+		clear(c.vals) // pos is past a gap
+	}
+	c.seg, c.next = pos.Segment, pos
 	return nil
 }
 

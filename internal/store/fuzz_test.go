@@ -173,6 +173,9 @@ func readGolden(t testing.TB, name string) []byte {
 			b = writeGoldenTextRun(t, t.TempDir())
 		case "packed_record.bin":
 			b = goldenPackedRecord()
+		case "chained_record.bin":
+			g := goldenChainedRecords()
+			b = append(bytes.Clone(g[0]), g[1]...)
 		}
 		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
 			t.Fatal(err)

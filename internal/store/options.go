@@ -46,6 +46,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Now returns the current time; tests replace it.
 	Now func() time.Time
+
+	walSegmentSize int64 // tests: the WAL's segment size (0: its default)
 }
 
 // DefaultQueryCacheBytes is the memory queries keep decoded when the

@@ -42,6 +42,26 @@ func (m naive) write(pts []model.Point) {
 	}
 }
 
+// sameRaw checks that db holds exactly m's samples of each tag.
+func sameRaw(t *testing.T, db *DB, m naive, tags ...string) {
+	t.Helper()
+	for _, tag := range tags {
+		got, err := db.Raw(tag, 0, 1<<62, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := m.sorted(tag)
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d samples, want %d", tag, len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%s sample %d: got %+v, want %+v", tag, i, got[i], want[i])
+			}
+		}
+	}
+}
+
 func (m naive) sorted(tag string) []model.Sample {
 	var out []model.Sample
 	for _, s := range m[tag] {

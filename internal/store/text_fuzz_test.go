@@ -392,21 +392,7 @@ func TestGoldenDataDirV2(t *testing.T) {
 		}
 	}
 	m.write(c)
-	for _, tag := range []string{"site.pump.flow", "site.pump.state", "site.tank.level"} {
-		got, err := db.Raw(tag, 0, 1<<62, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := m.sorted(tag)
-		if len(got) != len(want) {
-			t.Fatalf("%s: %d samples, want %d", tag, len(got), len(want))
-		}
-		for i := range want {
-			if got[i] != want[i] {
-				t.Fatalf("%s sample %d: %+v, want %+v", tag, i, got[i], want[i])
-			}
-		}
-	}
+	sameRaw(t, db, m, "site.pump.flow", "site.pump.state", "site.tank.level")
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}

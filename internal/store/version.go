@@ -11,7 +11,7 @@ import (
 // keeps reading every older version, and an older Pith refuses a newer
 // one with ErrNewerFormat instead of misreading it. The history is in
 // docs/format/store.md ("Versions").
-const FormatVersion = 6
+const FormatVersion = 7
 
 // formatDeletes is the first version with delete records in the WAL and
 // tombstones in MANIFEST. A directory stays at version 1 until its first
@@ -43,6 +43,12 @@ const formatPacked = 5
 // it before its first pack is installed, since an older Pith would take
 // such an entry for a missing file.
 const formatPacks = 6
+
+// formatChained is the first version with chained data records (type
+// 'S', walchain.go). A directory is raised to it before its first chained
+// record is written, since an older Pith would skip those records without
+// a word.
+const formatChained = 7
 
 // ErrNewerFormat is wrapped by the error of a data directory or backup
 // written by a newer Pith.
@@ -114,5 +120,18 @@ func (db *DB) ensureText() error {
 		return err
 	}
 	db.textReady.Store(true)
+	return nil
+}
+
+// ensureChained raises the data directory to formatChained before the
+// first chained data record is written.
+func (db *DB) ensureChained() error {
+	if db.chainedReady.Load() {
+		return nil
+	}
+	if err := db.raiseVersion(formatChained); err != nil {
+		return err
+	}
+	db.chainedReady.Store(true)
 	return nil
 }

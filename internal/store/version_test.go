@@ -105,21 +105,7 @@ func checkGoldenDataDir(t *testing.T, dir string) {
 	m.write(a)
 	m.write(b)
 	m.write(c)
-	for _, tag := range []string{"site.pump.flow", "site.pump.state", "site.tank.level"} {
-		got, err := db.Raw(tag, 0, 1<<62, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := m.sorted(tag)
-		if len(got) != len(want) {
-			t.Fatalf("%s: %d samples, want %d", tag, len(got), len(want))
-		}
-		for i := range want {
-			if got[i] != want[i] {
-				t.Fatalf("%s sample %d: got %+v, want %+v", tag, i, got[i], want[i])
-			}
-		}
-	}
+	sameRaw(t, db, m, "site.pump.flow", "site.pump.state", "site.tank.level")
 }
 
 // writeGoldenDataDir makes the golden directory with this code.
@@ -284,7 +270,7 @@ func TestDeleteRaisesVersion(t *testing.T) {
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if v := version(); v != formatPacked {
-		t.Fatalf("version after a small write = %d, want %d", v, formatPacked)
+	if v := version(); v != formatChained {
+		t.Fatalf("version after a small write = %d, want %d", v, formatChained)
 	}
 }

@@ -28,7 +28,7 @@ const (
 // isDataRecord reports whether a WAL record's type is a data record of
 // either layout, and isReplicaRecord whether it is a replica.
 func isDataRecord(typ byte) bool {
-	return typ == recData || typ == recReplica || typ == recPacked || typ == recPackedReplica
+	return typ == recData || typ == recReplica || typ == recPacked || typ == recPackedReplica || typ == recChained
 }
 
 func isReplicaRecord(typ byte) bool { return typ == recReplica || typ == recPackedReplica }
@@ -234,23 +234,37 @@ type packedCols struct {
 // decodePacked reads the column lengths of a packed record after its
 // point count; b is the rest of the record.
 func (d *dataRecord) decodePacked(b []byte) error {
-	var l [3]uint64
-	for i := range l {
-		v, k := binary.Uvarint(b)
-		if k <= 0 || v > uint64(len(b)) {
-			return errShortRecord
-		}
-		l[i], b = v, b[k:]
-	}
-	if l[0]+l[1]+l[2] > uint64(len(b)) {
-		return errShortRecord
+	cols, err := splitColumns(b, 3)
+	if err != nil {
+		return err
 	}
 	c := &d.cols
 	*c = packedCols{}
-	c.keys.b, b = b[:l[0]], b[l[0]:]
-	c.times.b, b = b[:l[1]], b[l[1]:]
-	c.flags.b, c.vals = b[:l[2]], b[l[2]:]
+	c.keys.b, c.times.b, c.flags.b, c.vals = cols[0], cols[1], cols[2], cols[3]
 	return nil
+}
+
+// splitColumns reads n column lengths from b and returns the n columns
+// and what follows them.
+func splitColumns(b []byte, n int) ([5][]byte, error) {
+	var cols [5][]byte
+	var l [4]uint64
+	sum := uint64(0)
+	for i := range n {
+		v, k := binary.Uvarint(b)
+		if k <= 0 || v > uint64(len(b)) {
+			return cols, errShortRecord
+		}
+		l[i], b, sum = v, b[k:], sum+v
+	}
+	if sum > uint64(len(b)) {
+		return cols, errShortRecord
+	}
+	for i := range n {
+		cols[i], b = b[:l[i]], b[l[i]:]
+	}
+	cols[n] = b
+	return cols, nil
 }
 
 // nextPacked is next for a packed record. After the last point it checks

@@ -184,6 +184,15 @@ type dataRecord struct {
 	// packed says the record is a packed one (walpack.go), read from cols.
 	packed bool
 	cols   packedCols
+	// chained says the record is a chained one (walchain.go), decoded
+	// whole into ck, ct, cv and cq against chain, which the caller sets.
+	chained bool
+	chain   *walChain
+	ck      []int
+	ct      []int64
+	cv      []float64
+	cq      []model.Quality
+	ci      int
 }
 
 func decodeDataRecord(rec []byte, d *dataRecord) error {
@@ -212,13 +221,22 @@ func decodeDataRecord(rec []byte, d *dataRecord) error {
 		b = b[k+int(l):]
 	}
 	np, k := binary.Uvarint(b)
-	if k <= 0 || np > uint64(len(b)) {
+	if k <= 0 || np > uint64(len(b)) && (rec[0] != recChained || np > chainMaxPoints) {
+		// A point takes at least a byte, but in a chained record, where
+		// an unchanged value can take no bits at all.
 		return errShortRecord
 	}
 	d.n = int(np)
 	d.body = b[k:]
 	d.prev = 0
 	d.packed = rec[0] == recPacked || rec[0] == recPackedReplica
+	d.chained, d.ci = rec[0] == recChained, 0
+	if d.chained {
+		if txn != txnAuto {
+			return errors.New("chained data record of a transaction")
+		}
+		return d.decodeChained(d.body, d.chain)
+	}
 	if d.packed {
 		return d.decodePacked(d.body)
 	}
@@ -228,6 +246,9 @@ func decodeDataRecord(rec []byte, d *dataRecord) error {
 // next decodes the next point: its key (an index into names, or
 // len(names)+series id), time, value and quality.
 func (d *dataRecord) next() (key int, t int64, v float64, q model.Quality, err error) {
+	if d.chained {
+		return d.nextChained()
+	}
 	if d.packed {
 		return d.nextPacked()
 	}

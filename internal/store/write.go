@@ -20,7 +20,7 @@ func (db *DB) Write(ctx context.Context, pts []model.Point) error {
 	if len(pts) == 0 {
 		return nil
 	}
-	if len(pts) > db.opts.BulkPoints {
+	if len(pts) > min(db.opts.BulkPoints, chainMaxPoints) {
 		tx := db.Begin()
 		if err := tx.Add(pts); err != nil {
 			tx.Rollback()
@@ -28,14 +28,35 @@ func (db *DB) Write(ctx context.Context, pts []model.Point) error {
 		}
 		return tx.Commit(ctx)
 	}
-	if err := db.ensurePacked(); err != nil {
+	if err := db.ensureChained(); err != nil {
 		return err
 	}
-	rec := appendPackedRecord(nil, recPacked, txnAuto, pts, nil, make(map[string]int), nil, db.series.savedID)
-	return db.commit(rec, func() error {
+	return db.commitBy(func() (wal.Pos, int, error) { return db.appendChained(pts) }, func() error {
 		_, err := db.applyPoints(pts)
 		return err
 	})
+}
+
+// appendChained encodes pts as a chained record (walchain.go) and appends
+// it to the WAL: against the chain of the records before it when it lands
+// in that chain, else again as the start of a new one. The caller holds
+// orderMu. It returns the record's position and size.
+func (db *DB) appendChained(pts []model.Point) (wal.Pos, int, error) {
+	c := &db.chain
+	start := c.starts()
+	for {
+		rec := c.encode(pts, start, db.series.savedID)
+		pos, ch, ok, err := db.wal.AppendChained(rec, c.chain, start)
+		if err != nil {
+			c.drop()
+			return pos, 0, err
+		}
+		if ok {
+			c.commit(pts, start, ch)
+			return pos, len(rec), nil
+		}
+		start = true
+	}
 }
 
 // WriteReplica stores pts copied from another Pith, the peer of a
@@ -186,9 +207,18 @@ func (db *DB) validateText(pts []model.TextPoint) error {
 // commit has been applied. The caller applies rec, then calls done, which
 // lets later commits go on; done must be called on error too.
 func (db *DB) appendOrdered(rec []byte) (pos wal.Pos, done func(), err error) {
+	return db.appendOrderedBy(func() (wal.Pos, int, error) {
+		pos, err := db.wal.Append(rec)
+		return pos, len(rec), err
+	})
+}
+
+// appendOrderedBy is appendOrdered with the append done by add, under
+// orderMu; add returns the record's position and size.
+func (db *DB) appendOrderedBy(add func() (wal.Pos, int, error)) (pos wal.Pos, done func(), err error) {
 	key := db.nextTxn.Add(1)
 	db.orderMu.Lock()
-	pos, err = db.wal.Append(rec)
+	pos, size, err := add()
 	if err == nil {
 		// Until applied, the record must survive WAL truncation.
 		db.inflight[key] = pos
@@ -204,7 +234,7 @@ func (db *DB) appendOrdered(rec []byte) (pos wal.Pos, done func(), err error) {
 		close(mine)
 	}
 	if err == nil {
-		db.stats.WALBytes.Add(int64(len(rec)))
+		db.stats.WALBytes.Add(int64(size))
 		// Sync is not cancelled by the caller: a record that reached the WAL
 		// must also reach the head, or a restart would disagree with now.
 		err = db.wal.Sync(context.Background(), pos)
@@ -216,6 +246,14 @@ func (db *DB) appendOrdered(rec []byte) (pos wal.Pos, done func(), err error) {
 // commit appends rec (which commits itself), waits until it is durable and
 // applies it with apply, in WAL order relative to other commits.
 func (db *DB) commit(rec []byte, apply func() error) error {
+	return db.commitBy(func() (wal.Pos, int, error) {
+		pos, err := db.wal.Append(rec)
+		return pos, len(rec), err
+	}, apply)
+}
+
+// commitBy is commit with the append done by add (see appendOrderedBy).
+func (db *DB) commitBy(add func() (wal.Pos, int, error), apply func() error) error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
@@ -225,7 +263,7 @@ func (db *DB) commit(rec []byte, apply func() error) error {
 	if err := db.headRoom(); err != nil {
 		return err
 	}
-	_, done, err := db.appendOrdered(rec)
+	_, done, err := db.appendOrderedBy(add)
 	defer done()
 	if err != nil {
 		return fmt.Errorf("commit write: %w", err)

@@ -147,6 +147,11 @@ func appendRecord(b []byte, rec []byte) []byte {
 // recordSize is the framed size of a record of n payload bytes.
 func recordSize(n int) int64 { return recHeaderSize + int64(n) }
 
+// After returns the position just after the record rec that was read at p.
+func After(p Pos, rec []byte) Pos {
+	return Pos{Segment: p.Segment, Offset: p.Offset + recordSize(len(rec))}
+}
+
 func isZero(b []byte) bool {
 	for _, c := range b {
 		if c != 0 {

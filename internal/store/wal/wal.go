@@ -254,19 +254,51 @@ func (w *WAL) path(seg uint32) string { return filepath.Join(w.dir, segmentName(
 // copied; it is durable only after a Sync covering the position returns.
 // Append blocks while BufferSize bytes wait for the writer.
 func (w *WAL) Append(rec []byte) (Pos, error) {
+	pos, _, _, err := w.appendIn(rec, nil)
+	return pos, err
+}
+
+// Chain names the records that a record encoded against earlier ones may
+// refer back to: those appended to one segment since the last
+// out-of-space rewind. Readers meet a chain's records in order from the
+// start of its segment, and a rewind drops records they would never see.
+// The zero Chain names none.
+type Chain struct {
+	seg, epoch uint32
+	ok         bool
+}
+
+// Valid reports whether c names a chain (the zero Chain names none).
+func (c Chain) Valid() bool { return c.ok }
+
+// AppendChained appends rec as Append does if it lands in chain c, and
+// returns c with ok true. Otherwise it appends nothing and returns the
+// chain that a record appended now starts, with ok false: the caller
+// encodes the record again without reference to earlier ones and appends
+// it with start true, which appends it wherever it lands and returns the
+// chain it is in.
+func (w *WAL) AppendChained(rec []byte, c Chain, start bool) (Pos, Chain, bool, error) {
+	if start {
+		return w.appendIn(rec, nil)
+	}
+	return w.appendIn(rec, &c)
+}
+
+// appendIn is Append, and AppendChained with want non-nil.
+func (w *WAL) appendIn(rec []byte, want *Chain) (Pos, Chain, bool, error) {
 	if len(rec) > w.opts.MaxRecordSize {
-		return Pos{}, fmt.Errorf("append record of %d bytes: %w (max %d)", len(rec), ErrRecordTooLarge, w.opts.MaxRecordSize)
+		return Pos{}, Chain{}, false, fmt.Errorf("append record of %d bytes: %w (max %d)", len(rec), ErrRecordTooLarge, w.opts.MaxRecordSize)
 	}
 	size := recordSize(len(rec))
 	w.mu.Lock()
 	for {
 		if w.err != nil {
 			w.mu.Unlock()
-			return Pos{}, w.err
+			return Pos{}, Chain{}, false, w.err
 		}
 		if w.closed {
 			w.mu.Unlock()
-			return Pos{}, ErrClosed
+			return Pos{}, Chain{}, false, ErrClosed
 		}
 		if w.pendingBytes == 0 || w.pendingBytes+int(size) <= w.opts.BufferSize {
 			break
@@ -276,6 +308,11 @@ func (w *WAL) Append(rec []byte) (Pos, error) {
 	}
 	if w.next.Offset > headerSize && w.next.Offset+size > w.opts.SegmentSize {
 		w.cutLocked()
+	}
+	in := Chain{seg: w.next.Segment, epoch: w.epoch, ok: true}
+	if want != nil && *want != in {
+		w.mu.Unlock()
+		return Pos{}, in, false, nil
 	}
 	pos := w.next
 	pos.epoch = w.epoch
@@ -290,7 +327,7 @@ func (w *WAL) Append(rec []byte) (Pos, error) {
 		// Hand full buffers to the OS early so that Sync finds less to do.
 		w.wake()
 	}
-	return pos, nil
+	return pos, in, true, nil
 }
 
 // chunkFor returns the pending chunk of segment seg, reusing a recycled
