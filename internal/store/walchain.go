@@ -163,10 +163,10 @@ func (c *chainEnc) encode(pts []model.Point, start bool, id func(string) (uint32
 			w, best = cand, cost
 		}
 	}
-	c.keys, c.times, c.flags, c.vals2, c.deltas = c.keys[:0], c.times[:0], c.flags[:0], c.vals2[:0], c.deltas[:0]
+	c.keys, c.times, c.flags, c.vals2 = c.keys[:0], c.times[:0], c.flags[:0], c.vals2[:0]
 	var keys, times runEnc
 	var flags flagEnc
-	var bw bitWriter
+	bw := bitWriter{buf: append(c.deltas[:0], byte(w))}
 	k := 0
 	for i := range pts {
 		p := &pts[i]
@@ -194,8 +194,8 @@ func (c *chainEnc) encode(pts []model.Point, start bool, id func(string) (uint32
 		}
 		c.flags = flags.add(c.flags, f)
 	}
-	if bw.n > 0 {
-		c.deltas = append(append(c.deltas, byte(w)), bw.bytes()...)
+	if c.deltas = bw.bytes(); bw.n == 0 {
+		c.deltas = c.deltas[:0]
 	}
 	c.keys, c.times, c.flags = keys.end(c.keys), times.end(c.times), flags.end(c.flags)
 
