@@ -261,7 +261,15 @@ func TestChainedStore(t *testing.T) {
 			p.Tag = "c." + p.Tag[1:]
 			named[k][i] = p
 		}
-		if err := db.Write(ctx, named[k]); err != nil {
+		if k%2 == 0 {
+			err = db.Write(ctx, named[k])
+		} else { // a small transaction is one chained record too
+			tx := db.Begin()
+			if err = tx.Add(named[k]); err == nil {
+				err = tx.Commit(ctx)
+			}
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		m.write(named[k])

@@ -28,6 +28,12 @@ func (db *DB) Write(ctx context.Context, pts []model.Point) error {
 		}
 		return tx.Commit(ctx)
 	}
+	return db.commitChained(pts)
+}
+
+// commitChained commits pts (at most chainMaxPoints) as one chained
+// record.
+func (db *DB) commitChained(pts []model.Point) error {
 	if err := db.ensureChained(); err != nil {
 		return err
 	}
@@ -605,6 +611,9 @@ func (tx *Tx) Commit(ctx context.Context) error {
 			return nil
 		}
 		pts, tpts := tx.pending, tx.ptext
+		if len(tpts) == 0 && len(pts) <= chainMaxPoints {
+			return db.commitChained(pts)
+		}
 		if err := db.ensurePacked(); err != nil {
 			return err
 		}
