@@ -466,7 +466,7 @@ func (db *DB) primeChain(c *walChain, pos wal.Pos) error {
 	if c.at(pos) {
 		return nil
 	}
-	c.seg, c.next = 0, wal.Pos{}
+	c.next = wal.Pos{}
 	clear(c.vals)
 	d := dataRecord{chain: c}
 	err := db.wal.Read(wal.Pos{Segment: pos.Segment}, pos, func(at, end wal.Pos, rec []byte) error {
@@ -482,7 +482,7 @@ func (db *DB) primeChain(c *walChain, pos wal.Pos) error {
 	if !c.next.Equal(pos) {
 		clear(c.vals) // pos is past a gap
 	}
-	c.seg, c.next = pos.Segment, pos
+	c.next = pos
 	return nil
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 )
 
 // FormatVersion is the data directory format this code writes and reads:
@@ -97,41 +98,27 @@ func (db *DB) raiseVersion(v int) error {
 	return nil
 }
 
-// ensurePacked raises the data directory to formatPacked before the first
-// packed data record is written.
-func (db *DB) ensurePacked() error {
-	if db.packedReady.Load() {
+// ensureVersion raises the data directory to version v before the first
+// write that needs it, once: ready says it is done.
+func (db *DB) ensureVersion(ready *atomic.Bool, v int) error {
+	if ready.Load() {
 		return nil
 	}
-	if err := db.raiseVersion(formatPacked); err != nil {
+	if err := db.raiseVersion(v); err != nil {
 		return err
 	}
-	db.packedReady.Store(true)
+	ready.Store(true)
 	return nil
 }
+
+// ensurePacked raises the data directory to formatPacked before the first
+// packed data record is written.
+func (db *DB) ensurePacked() error { return db.ensureVersion(&db.packedReady, formatPacked) }
 
 // ensureText raises the data directory to formatText before the first
 // text value is written.
-func (db *DB) ensureText() error {
-	if db.textReady.Load() {
-		return nil
-	}
-	if err := db.raiseVersion(formatText); err != nil {
-		return err
-	}
-	db.textReady.Store(true)
-	return nil
-}
+func (db *DB) ensureText() error { return db.ensureVersion(&db.textReady, formatText) }
 
 // ensureChained raises the data directory to formatChained before the
 // first chained data record is written.
-func (db *DB) ensureChained() error {
-	if db.chainedReady.Load() {
-		return nil
-	}
-	if err := db.raiseVersion(formatChained); err != nil {
-		return err
-	}
-	db.chainedReady.Store(true)
-	return nil
-}
+func (db *DB) ensureChained() error { return db.ensureVersion(&db.chainedReady, formatChained) }

@@ -70,10 +70,10 @@ type chainEnc struct {
 	m   []int64 // the integer written (the difference's whole value if chainDelta)
 	zz  []uint64
 
-	keys, times, flags, vals2, deltas []byte
-	names                             map[string]int
-	order                             []string
-	buf                               []byte
+	keys, times, flags, values, deltas []byte
+	names                              map[string]int
+	order                              []string
+	buf                                []byte
 }
 
 func zigzag(d int64) uint64   { return uint64(d<<1) ^ uint64(d>>63) }
@@ -163,7 +163,7 @@ func (c *chainEnc) encode(pts []model.Point, start bool, id func(string) (uint32
 			w, best = cand, cost
 		}
 	}
-	c.keys, c.times, c.flags, c.vals2 = c.keys[:0], c.times[:0], c.flags[:0], c.vals2[:0]
+	c.keys, c.times, c.flags, c.values = c.keys[:0], c.times[:0], c.flags[:0], c.values[:0]
 	var keys, times runEnc
 	var flags flagEnc
 	bw := bitWriter{buf: append(c.deltas[:0], byte(w))}
@@ -185,12 +185,12 @@ func (c *chainEnc) encode(pts []model.Point, start bool, id func(string) (uint32
 			} else {
 				f &^= chainDelta
 				c.f[i] = f
-				c.vals2 = binary.AppendVarint(c.vals2, c.m[i])
+				c.values = binary.AppendVarint(c.values, c.m[i])
 			}
 		} else if (f>>2)&3 == valRaw {
-			c.vals2 = binary.LittleEndian.AppendUint64(c.vals2, math.Float64bits(p.V))
+			c.values = binary.LittleEndian.AppendUint64(c.values, math.Float64bits(p.V))
 		} else {
-			c.vals2 = binary.AppendVarint(c.vals2, c.m[i])
+			c.values = binary.AppendVarint(c.values, c.m[i])
 		}
 		c.flags = flags.add(c.flags, f)
 	}
@@ -212,7 +212,7 @@ func (c *chainEnc) encode(pts []model.Point, start bool, id func(string) (uint32
 	dst = append(dst, c.times...)
 	dst = append(dst, c.flags...)
 	dst = append(dst, c.deltas...)
-	dst = append(dst, c.vals2...)
+	dst = append(dst, c.values...)
 	c.buf = dst
 	return dst
 }
@@ -332,7 +332,6 @@ func (r *bitReader) read(w int) (uint64, bool) {
 // that wrote it whole on, as long as every record since was read, in
 // order and without a gap: a gap or a new segment forgets every value.
 type walChain struct {
-	seg  uint32
 	next wal.Pos // where the last record entered ends
 	vals []chainVal
 }
@@ -340,8 +339,7 @@ type walChain struct {
 // enter is called with every record read, in log order, before it is
 // decoded.
 func (c *walChain) enter(pos, end wal.Pos) {
-	if pos.Segment != c.seg || !pos.Equal(c.next) {
-		c.seg = pos.Segment
+	if !pos.Equal(c.next) { // next is in the segment of the last record
 		clear(c.vals)
 	}
 	c.next = end

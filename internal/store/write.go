@@ -213,10 +213,16 @@ func (db *DB) validateText(pts []model.TextPoint) error {
 // commit has been applied. The caller applies rec, then calls done, which
 // lets later commits go on; done must be called on error too.
 func (db *DB) appendOrdered(rec []byte) (pos wal.Pos, done func(), err error) {
-	return db.appendOrderedBy(func() (wal.Pos, int, error) {
+	return db.appendOrderedBy(db.appendRecord(rec))
+}
+
+// appendRecord is the add of appendOrderedBy and commitBy that appends rec
+// as it is.
+func (db *DB) appendRecord(rec []byte) func() (wal.Pos, int, error) {
+	return func() (wal.Pos, int, error) {
 		pos, err := db.wal.Append(rec)
 		return pos, len(rec), err
-	})
+	}
 }
 
 // appendOrderedBy is appendOrdered with the append done by add, under
@@ -252,10 +258,7 @@ func (db *DB) appendOrderedBy(add func() (wal.Pos, int, error)) (pos wal.Pos, do
 // commit appends rec (which commits itself), waits until it is durable and
 // applies it with apply, in WAL order relative to other commits.
 func (db *DB) commit(rec []byte, apply func() error) error {
-	return db.commitBy(func() (wal.Pos, int, error) {
-		pos, err := db.wal.Append(rec)
-		return pos, len(rec), err
-	}, apply)
+	return db.commitBy(db.appendRecord(rec), apply)
 }
 
 // commitBy is commit with the append done by add (see appendOrderedBy).
