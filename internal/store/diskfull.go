@@ -121,7 +121,7 @@ func (db *DB) headRoom() error {
 		return nil
 	}
 	db.mu.RLock()
-	n, count := db.active.fill()
+	n, count, _ := db.active.fill()
 	for _, f := range db.frozen {
 		k, _ := f.size()
 		n += k

@@ -352,10 +352,13 @@ type head struct {
 	mu      sync.RWMutex
 	series  []*headSeries // by series id; nil where the head has nothing
 	samples int
-	count   int       // series that have samples here
-	born    time.Time // when its first sample arrived
-	frozen  bool
-	raw     bool // series keep their samples raw (a bulk load's private head)
+	count   int // series that have samples here
+	// bytes is the size of the encoded blocks its series sealed while it
+	// took writes (headLimit bounds it for heads of many series).
+	bytes  int
+	born   time.Time // when its first sample arrived
+	frozen bool
+	raw    bool // series keep their samples raw (a bulk load's private head)
 	// pool gives a raw head the series of the head written before it
 	// (recycle); nil: new series are allocated.
 	pool *seriesPool
@@ -469,6 +472,7 @@ func (h *head) seriesFor(id uint32, text bool) *headSeries {
 // appendLocked adds a sample; the caller holds h.mu for writing.
 func (h *head) appendLocked(id uint32, t int64, v float64, q model.Quality, now func() time.Time) {
 	s := h.seriesFor(id, false)
+	sealed := len(s.blocks)
 	if s.text {
 		// A numeric sample raced the first text of the tag: it is kept,
 		// as its text.
@@ -476,6 +480,7 @@ func (h *head) appendLocked(id uint32, t int64, v float64, q model.Quality, now 
 	} else {
 		s.append(t, v, q)
 	}
+	h.countSealed(s, sealed)
 	if h.samples == 0 {
 		h.born = now()
 	}
@@ -492,11 +497,21 @@ func (h *head) appendTextLocked(id uint32, t int64, x string, q model.Quality, n
 		// refuses mixed kinds before the WAL; this is the rare race).
 		s.toText()
 	}
+	sealed := len(s.blocks)
 	s.appendText(t, x, q)
+	h.countSealed(s, sealed)
 	if h.samples == 0 {
 		h.born = now()
 	}
 	h.samples += 1 + len(x)/textWeight
+}
+
+// countSealed adds to h.bytes the blocks s sealed beyond its first
+// sealed ones.
+func (h *head) countSealed(s *headSeries, sealed int) {
+	for _, b := range s.blocks[min(sealed, len(s.blocks)):] {
+		h.bytes += len(b.data)
+	}
 }
 
 // textWeight is how many bytes of text count as one more head sample: a
@@ -511,10 +526,10 @@ func (h *head) size() (int, time.Time) {
 }
 
 // fill returns the number of samples and of series in the head.
-func (h *head) fill() (samples, count int) {
+func (h *head) fill() (samples, count, bytes int) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	return h.samples, h.count
+	return h.samples, h.count, h.bytes
 }
 
 // freeze marks the head as taking no more writes; sortFrozen then sorts

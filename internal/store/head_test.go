@@ -140,16 +140,66 @@ func openHeadDB(tb testing.TB) *DB {
 	return db
 }
 
-// TestHeadLimit: an active head of many series waits for livePerSeries
-// samples a series, within liveMaxHeads heads.
+// TestHeadLimit: an active head of more than liveSeries series waits for
+// livePerSeries samples a series, within liveMaxHeads heads, and while
+// its sealed blocks take less than liveBytesPerSample bytes a sample of
+// HeadMaxSamples.
 func TestHeadLimit(t *testing.T) {
-	db := &DB{opts: Options{HeadMaxSamples: 1 << 20}}
+	const most = 1 << 20
+	db := &DB{opts: Options{HeadMaxSamples: most}}
 	for _, c := range []struct{ count, want int }{
-		{0, 1 << 20}, {1, 1 << 20}, {2048, 1 << 20}, {4096, 2 << 20}, {10000, 4 << 20}, {100000, 4 << 20},
+		{0, most}, {1, most}, {4, most}, {2048, most}, {2049, 2049 * 2048}, {4096, 8 * most}, {10000, 16 * most}, {100000, 16 * most},
 	} {
 		if got := db.headLimit(c.count); got != c.want {
 			t.Errorf("headLimit(%d) = %d, want %d", c.count, got, c.want)
 		}
+	}
+	// A small HeadMaxSamples, as tests set it, does not lengthen the head
+	// of a few series.
+	small := &DB{opts: Options{HeadMaxSamples: 500}}
+	if got := small.headLimit(4); got != 500 {
+		t.Errorf("headLimit(4) with HeadMaxSamples 500 = %d, want 500", got)
+	}
+	for _, c := range []struct {
+		samples, count, bytes int
+		want                  bool
+	}{
+		{most - 1, 100, 0, false},
+		{most, 100, 0, true},
+		{most, 10000, 0, false},
+		{most - 1, 10000, 32 * most, false},
+		{most, 10000, 32*most - 1, false},
+		{most, 10000, 32 * most, true},
+		{16*most - 1, 10000, 0, false},
+		{16 * most, 10000, 0, true},
+	} {
+		if got := db.headFull(c.samples, c.count, c.bytes); got != c.want {
+			t.Errorf("headFull(%d, %d, %d) = %v, want %v", c.samples, c.count, c.bytes, got, c.want)
+		}
+	}
+}
+
+// TestHeadBytes: the head counts the bytes of the blocks its series seal.
+func TestHeadBytes(t *testing.T) {
+	h := newHead()
+	h.mu.Lock()
+	for k := range 10 * headBlockSamples {
+		for id := range uint32(3) {
+			h.appendLocked(id, int64(k), float64(k%7)+float64(id), model.QualityGood, time.Now)
+		}
+	}
+	h.appendTextLocked(5, 1, "some text", model.QualityGood, time.Now)
+	h.mu.Unlock()
+	want := 0
+	for _, s := range h.series {
+		if s != nil {
+			for _, b := range s.blocks {
+				want += len(b.data)
+			}
+		}
+	}
+	if _, _, got := h.fill(); got != want || want == 0 {
+		t.Fatalf("head bytes = %d, want %d (the sum of its blocks, not 0)", got, want)
 	}
 }
 
