@@ -320,7 +320,7 @@ func (c *Collector) rebuild() error {
 	now := c.opts.Now().UnixMilli()
 	window := c.opts.DedupWindow.Milliseconds()
 	n := 0
-	err := c.wal.Replay(wal.Pos{}, func(pos wal.Pos, rec []byte) error {
+	err := c.wal.Replay(wal.Pos{}, func(pos, _ wal.Pos, rec []byte) error {
 		if len(rec) < recHeaderSize {
 			return fmt.Errorf("decode events record at %v: %d bytes", pos, len(rec))
 		}

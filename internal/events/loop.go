@@ -157,7 +157,7 @@ func (c *Collector) stopCh(stopping bool) <-chan struct{} {
 // never needs to read them again.
 func (c *Collector) deliverBacklog() error {
 	cur := c.sink.cursor
-	err := c.wal.Replay(cur.Pos, func(pos wal.Pos, rec []byte) error {
+	err := c.wal.Replay(cur.Pos, func(pos, _ wal.Pos, rec []byte) error {
 		if cur.Valid && !cur.Pos.Less(pos) {
 			return nil
 		}

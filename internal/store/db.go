@@ -485,9 +485,9 @@ func (db *DB) replay(from uint32) error {
 	var chain walChain
 	d := dataRecord{chain: &chain}
 	var recs, applied int
-	err := db.wal.Replay(start, func(pos wal.Pos, rec []byte) error {
+	err := db.wal.Replay(start, func(pos, end wal.Pos, rec []byte) error {
 		recs++
-		chain.enter(pos, wal.After(pos, rec))
+		chain.enter(pos, end)
 		if len(rec) > 0 && (rec[0] == recLabels || rec[0] == recLabelsReplica) {
 			if err := db.replayLabels(rec); err != nil {
 				db.log.Error("skipping undecodable wal record", "segment", pos.Segment, "offset", pos.Offset, "err", err)

@@ -208,7 +208,7 @@ func TestChainedGap(t *testing.T) {
 	var c walChain
 	pos := wal.Pos{Segment: 1, Offset: 32}
 	read := func(i int, skip bool) error {
-		end := wal.After(pos, recs[i])
+		end := wal.Pos{Segment: pos.Segment, Offset: pos.Offset + 9 + int64(len(recs[i]))}
 		defer func() { pos = end }()
 		if skip {
 			return nil
@@ -308,24 +308,27 @@ func TestChainedStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deltas, chained := 0, 0
+	deltas, chained, padded := 0, 0, 0
 	w, err := wal.Open(filepath.Join(crashed, "wal"), wal.DefaultOptions(), quietOptions(nil).Logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Replay(wal.Pos{}, func(_ wal.Pos, rec []byte) error {
+	if err := w.Replay(wal.Pos{}, func(pos, end wal.Pos, rec []byte) error {
 		if len(rec) > 0 && rec[0] == recChained {
 			chained++
 			deltas += countDeltas(t, rec)
+			if end.Offset != pos.Offset+9+int64(len(rec)) {
+				padded++ // padding follows it, before the next record
+			}
 		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
-	t.Logf("%d segments, %d chained records, %d differences", len(segs), chained, deltas)
-	if len(segs) < 5 || deltas < tags*50 {
-		t.Fatalf("%d segments, %d chained records, %d differences: the test does not exercise chains across segments", len(segs), chained, deltas)
+	t.Logf("%d segments, %d chained records (%d followed by padding), %d differences", len(segs), chained, padded, deltas)
+	if len(segs) < 5 || deltas < tags*50 || padded < 5 {
+		t.Fatalf("%d segments, %d chained records (%d followed by padding), %d differences: the test does not exercise chains across segments and padding", len(segs), chained, padded, deltas)
 	}
 
 	db, err = Open(crashed, opts)
@@ -566,7 +569,7 @@ func TestGoldenDataDirV7(t *testing.T) {
 		t.Fatal(err)
 	}
 	deltas := 0
-	if err := w.Replay(wal.Pos{}, func(_ wal.Pos, rec []byte) error {
+	if err := w.Replay(wal.Pos{}, func(_, _ wal.Pos, rec []byte) error {
 		if len(rec) > 0 && rec[0] == recChained {
 			deltas += countDeltas(t, rec)
 		}

@@ -39,11 +39,14 @@ func (w *WAL) run() {
 // of the round. It reports whether the committer should stop.
 func (w *WAL) commitRound(forceSync bool) bool {
 	w.mu.Lock()
+	closing := w.closed
+	wantSync := forceSync || closing || w.syncReq
+	if wantSync && w.err == nil {
+		w.padLocked()
+	}
 	chunks := w.pending
 	w.pending, w.spare = w.spare[:0], nil
 	end := w.next
-	closing := w.closed
-	wantSync := forceSync || closing || w.syncReq
 	w.syncReq = false
 	failed := w.err != nil
 	w.pendingBytes = 0

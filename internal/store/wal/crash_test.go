@@ -208,7 +208,7 @@ func checkReplay(t *testing.T, w *WAL, all []appended) []appended {
 		return 0
 	})
 	var got []uint64
-	err := w.Replay(Pos{}, func(pos Pos, rec []byte) error {
+	err := w.Replay(Pos{}, func(pos, _ Pos, rec []byte) error {
 		if len(rec) < 8 {
 			return fmt.Errorf("record at %v: %d bytes", pos, len(rec))
 		}

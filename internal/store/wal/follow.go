@@ -82,9 +82,7 @@ func (w *WAL) Read(from, to Pos, fn func(pos, end Pos, rec []byte) error) error 
 		if seg == to.Segment {
 			limit = to.Offset
 		}
-		err := w.replaySegment(seg, false, from, limit, func(pos Pos, rec []byte) error {
-			return fn(pos, Pos{Segment: pos.Segment, Offset: pos.Offset + recordSize(len(rec))}, rec)
-		})
+		err := w.replaySegment(seg, false, from, limit, fn)
 		if err != nil {
 			return err
 		}
@@ -184,9 +182,7 @@ func (rd *Reader) Read(from, to Pos, fn func(pos, end Pos, rec []byte) error) er
 			}
 			continue
 		}
-		err = w.replayRecords(r, seg, false, from, func(pos Pos, rec []byte) error {
-			return fn(pos, Pos{Segment: pos.Segment, Offset: pos.Offset + recordSize(len(rec))}, rec)
-		})
+		err = w.replayRecords(r, seg, false, from, fn)
 		if err != nil {
 			return err
 		}

@@ -18,10 +18,12 @@ import (
 // Format constants. See docs/format/wal.md.
 const (
 	segmentMagic   = "PWAL" // first bytes of every segment file
-	formatVersion  = 1      // the segment format version this code writes and reads
+	formatVersion  = 2      // the segment format version this code writes (it reads 1 too)
 	headerSize     = 16     // bytes of the segment header
 	recHeaderSize  = 9      // bytes of a record header: length, CRC, type
-	recordTypeFull = 1      // the only record type: one whole record
+	recordTypeFull = 1      // one whole record
+	recordTypePad  = 2      // padding to a page boundary, skipped by readers (version 2)
+	padPage        = 4096   // the page that padding completes
 	segmentSuffix  = ".wal" // file name suffix of segments
 	segmentDigits  = 8      // fixed width of the decimal segment number in names
 )
@@ -126,8 +128,8 @@ func checkSegmentHeader(h []byte, n uint32) error {
 		return fmt.Errorf("%w: %w", ErrBadHeader, ErrChecksum)
 	case h[4] > formatVersion:
 		return fmt.Errorf("%w: version %d, this Pith reads %d; upgrade Pith", ErrNewerFormat, h[4], formatVersion)
-	case h[4] != formatVersion:
-		return fmt.Errorf("%w: version %d (want %d)", ErrBadHeader, h[4], formatVersion)
+	case h[4] < 1:
+		return fmt.Errorf("%w: version %d (want 1 to %d)", ErrBadHeader, h[4], formatVersion)
 	case binary.LittleEndian.Uint32(h[8:]) != n:
 		return fmt.Errorf("%w: segment number %d in file of segment %d", ErrBadHeader, binary.LittleEndian.Uint32(h[8:]), n)
 	}
@@ -146,11 +148,6 @@ func appendRecord(b []byte, rec []byte) []byte {
 
 // recordSize is the framed size of a record of n payload bytes.
 func recordSize(n int) int64 { return recHeaderSize + int64(n) }
-
-// After returns the position just after the record rec that was read at p.
-func After(p Pos, rec []byte) Pos {
-	return Pos{Segment: p.Segment, Offset: p.Offset + recordSize(len(rec))}
-}
 
 func isZero(b []byte) bool {
 	for _, c := range b {

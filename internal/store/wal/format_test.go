@@ -64,7 +64,7 @@ func TestRecordLayout(t *testing.T) {
 		t.Fatal("crc is zero")
 	}
 	h := appendSegmentHeader(nil, 0x01020304)
-	if len(h) != headerSize || string(h[:4]) != "PWAL" || h[4] != 1 || h[8] != 4 || h[11] != 1 {
+	if len(h) != headerSize || string(h[:4]) != "PWAL" || h[4] != formatVersion || h[8] != 4 || h[11] != 1 {
 		t.Fatalf("segment header: % x", h)
 	}
 }

@@ -27,6 +27,7 @@ type segmentReader struct {
 	buf    []byte
 	start  int64 // file offset of buf[0]
 	off    int64 // offset of the next record
+	at     int64 // offset of the record next returned (or found bad)
 }
 
 func newSegmentReader(r io.ReaderAt, size int64, maxRec int) *segmentReader {
@@ -76,45 +77,68 @@ type ioError struct{ err error }
 func (e ioError) Error() string { return e.err.Error() }
 func (e ioError) Unwrap() error { return e.err }
 
-// next returns the record at s.off and advances past it. It returns io.EOF
-// at the clean end of the segment, an ioError when reading fails, and one
-// of the Err* format errors, leaving s.off at the bad record, when the
+// next returns the record at s.off, or the first one after the padding
+// records there, and advances past it and the padding that follows it
+// (a round's padding ends on a page boundary, within the page the record
+// ends in). s.at is then the record's offset. It returns io.EOF at the
+// clean end of the segment, an ioError when reading fails, and one of the
+// Err* format errors, leaving s.off and s.at at the bad record, when the
 // bytes there are not a valid record.
 func (s *segmentReader) next() ([]byte, error) {
+	for {
+		s.at = s.off
+		rec, typ, err := s.record()
+		if err != nil {
+			return nil, err
+		}
+		if typ == recordTypePad {
+			continue
+		}
+		s.skipPad()
+		return rec, nil
+	}
+}
+
+// record reads the record at s.off and, when it is valid, advances past
+// it and returns its payload and type. The window then also holds the
+// rest of the page the record ends in.
+func (s *segmentReader) record() ([]byte, byte, error) {
 	rest := s.size - s.off
 	if rest == 0 {
-		return nil, io.EOF
+		return nil, 0, io.EOF
 	}
 	if rest < recHeaderSize {
-		return nil, ErrShortRecord
+		return nil, 0, ErrShortRecord
 	}
 	h, err := s.window(s.off, recHeaderSize)
 	if err != nil {
-		return nil, ioError{err}
+		return nil, 0, ioError{err}
 	}
 	n := binary.LittleEndian.Uint32(h)
 	crc := binary.LittleEndian.Uint32(h[4:])
 	typ := h[8]
 	switch {
 	case n == 0 && crc == 0 && typ == 0:
-		return nil, ErrZeroRecord
+		return nil, 0, ErrZeroRecord
 	case int64(n) > int64(s.maxRec):
-		return nil, ErrRecordTooLarge
+		return nil, 0, ErrRecordTooLarge
 	case recordSize(int(n)) > rest:
-		return nil, ErrShortRecord
+		return nil, 0, ErrShortRecord
 	}
-	b, err := s.window(s.off, int(recordSize(int(n))))
+	// Read the rest of the page too, for the padding after it (skipPad).
+	b, err := s.window(s.off, int(min(pageEnd(s.off+recordSize(int(n))), s.size)-s.off))
 	if err != nil {
-		return nil, ioError{err}
+		return nil, 0, ioError{err}
 	}
+	b = b[:recordSize(int(n))]
 	if crc32c.Checksum(b[8:]) != crc {
-		return nil, ErrChecksum
+		return nil, 0, ErrChecksum
 	}
-	if typ != recordTypeFull {
-		return nil, ErrUnknownType
+	if typ != recordTypeFull && typ != recordTypePad {
+		return nil, 0, ErrUnknownType
 	}
 	s.off += recordSize(int(n))
-	return b[recHeaderSize:], nil
+	return b[recHeaderSize:], typ, nil
 }
 
 // resync looks for the first valid record at or after from and returns its
@@ -128,7 +152,7 @@ func (s *segmentReader) resync(from int64) (int64, error) {
 			return -1, err
 		}
 		n := binary.LittleEndian.Uint32(h)
-		if h[8] != recordTypeFull || int64(n) > int64(s.maxRec) || off+recordSize(int(n)) > s.size {
+		if (h[8] != recordTypeFull && h[8] != recordTypePad) || int64(n) > int64(s.maxRec) || off+recordSize(int(n)) > s.size {
 			continue
 		}
 		b, err := s.window(off, int(recordSize(int(n))))

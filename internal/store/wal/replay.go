@@ -112,7 +112,7 @@ func (w *WAL) truncate(seg uint32, cut, size int64) error {
 // set: then Replay logs it and goes on with the next valid record of the
 // segment, or with the next segment when none follows. Damage at the end of
 // the last segment is a torn tail (Open already cut it) and is not an error.
-func (w *WAL) Replay(from Pos, fn func(pos Pos, rec []byte) error) error {
+func (w *WAL) Replay(from Pos, fn func(pos, end Pos, rec []byte) error) error {
 	for i, seg := range w.oldSegs {
 		if seg < from.Segment {
 			continue
@@ -145,7 +145,7 @@ func (w *WAL) damaged(cerr *CorruptionError) error {
 // replaySegment replays one segment; last says it is the newest old one,
 // whose end may be torn. A limit >= 0 reads only the records that end at
 // or before that offset (the durable prefix of the segment being written).
-func (w *WAL) replaySegment(seg uint32, last bool, from Pos, limit int64, fn func(Pos, []byte) error) error {
+func (w *WAL) replaySegment(seg uint32, last bool, from Pos, limit int64, fn func(pos, end Pos, rec []byte) error) error {
 	f, size, err := w.openRead(seg)
 	if err != nil {
 		return err
@@ -179,7 +179,7 @@ func (w *WAL) checkHeader(r *segmentReader, seg uint32) (bool, error) {
 
 // replayRecords calls fn for the records of segment seg that r reads, from
 // from on (or the first record); last is as for replaySegment.
-func (w *WAL) replayRecords(r *segmentReader, seg uint32, last bool, from Pos, fn func(Pos, []byte) error) error {
+func (w *WAL) replayRecords(r *segmentReader, seg uint32, last bool, from Pos, fn func(pos, end Pos, rec []byte) error) error {
 	path := w.path(seg)
 	r.off = headerSize
 	if from.Segment == seg && from.Offset > r.off {
@@ -188,10 +188,10 @@ func (w *WAL) replayRecords(r *segmentReader, seg uint32, last bool, from Pos, f
 		r.off = min(from.Offset, r.size)
 	}
 	for {
-		off := r.off
 		rec, err := r.next()
+		off := r.at
 		if err == nil {
-			if err := fn(Pos{Segment: seg, Offset: off}, rec); err != nil {
+			if err := fn(Pos{Segment: seg, Offset: off}, Pos{Segment: seg, Offset: r.off}, rec); err != nil {
 				return err
 			}
 			continue

@@ -50,8 +50,8 @@ func (w *WAL) rereadSegment(e Extent, after, upTo Pos, fn func(Pos, []byte) erro
 		r.off = min(after.Offset, e.Size)
 	}
 	for {
-		off := r.off
 		rec, err := r.next()
+		off := r.at
 		switch {
 		case err == io.EOF:
 			return nil

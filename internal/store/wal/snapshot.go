@@ -93,8 +93,8 @@ func CheckSegment(path string, seg uint32, last bool) (damage []*CorruptionError
 		return []*CorruptionError{{File: path, Offset: 0, Err: err}}, -1, nil
 	}
 	for {
-		off := r.off
 		_, err := r.next()
+		off := r.at
 		if err == nil {
 			continue
 		}

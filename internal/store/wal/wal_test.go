@@ -50,7 +50,7 @@ type replayed struct {
 func replayAll(t testing.TB, w *WAL) ([]replayed, error) {
 	t.Helper()
 	var got []replayed
-	err := w.Replay(Pos{}, func(pos Pos, rec []byte) error {
+	err := w.Replay(Pos{}, func(pos, _ Pos, rec []byte) error {
 		got = append(got, replayed{pos, string(rec)})
 		return nil
 	})
@@ -115,7 +115,7 @@ func TestAppendSyncReopen(t *testing.T) {
 			}
 			// Replay from a position skips what comes before it.
 			var from []string
-			if err := w.Replay(positions[7], func(_ Pos, rec []byte) error {
+			if err := w.Replay(positions[7], func(_, _ Pos, rec []byte) error {
 				from = append(from, string(rec))
 				return nil
 			}); err != nil {
