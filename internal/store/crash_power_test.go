@@ -178,17 +178,23 @@ func TestPowerCut(t *testing.T) {
 		fmt.Sscan(v, &rounds)
 	}
 	const perCampaign = 8
+	var padded uint64
 	for c := 0; c*perCampaign < rounds; c++ {
 		seed := uint64(c + 1)
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			powerCutCampaign(t, seed, min(perCampaign, rounds-c*perCampaign))
+			padded += powerCutCampaign(t, seed, min(perCampaign, rounds-c*perCampaign))
 		})
+	}
+	t.Logf("%d bytes of WAL padding appended", padded)
+	if !t.Failed() && padded == 0 {
+		t.Error("no WAL round was padded: the test does not exercise padding")
 	}
 }
 
 // powerCutCampaign runs rounds of random work on one data directory, each
-// ended by a power cut, and checks the store after every recovery.
-func powerCutCampaign(t *testing.T, seed uint64, rounds int) {
+// ended by a power cut, and checks the store after every recovery. It
+// returns the bytes of WAL padding appended.
+func powerCutCampaign(t *testing.T, seed uint64, rounds int) (padded uint64) {
 	rnd := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 	const dir = "/data"
 	fs := vfs.NewFaultFS()
@@ -222,6 +228,7 @@ func powerCutCampaign(t *testing.T, seed uint64, rounds int) {
 			pcCheck(t, db, st, round)
 		}
 		pcWork(rnd, db, st, cfs)
+		padded += db.wal.Stats().PadBytes
 		if cfs.crashed.Load() {
 			inWork++
 		} else {
@@ -252,6 +259,7 @@ func powerCutCampaign(t *testing.T, seed uint64, rounds int) {
 		}
 	}
 	t.Logf("%d writes, %d acknowledged; power cut in recovery %d, in work %d, after work %d", len(st.ops), acked, inOpen, inWork, atEnd)
+	return padded
 }
 
 // pcWork writes until the power is cut (or a fixed amount of work is

@@ -42,11 +42,11 @@ func TestCrashProperty(t *testing.T) {
 	if testing.Short() {
 		iterations = 20
 	}
-	var acked, lost, torn int
+	var acked, lost, torn, padded int
 	defer func() {
-		t.Logf("acked records %d, unacked records lost %d, torn tails cut %d", acked, lost, torn)
-		if !t.Failed() && (acked == 0 || lost == 0 || torn == 0) {
-			t.Errorf("the test did not exercise acks, losses and torn tails")
+		t.Logf("acked records %d, unacked records lost %d, torn tails cut %d, generations with padding %d", acked, lost, torn, padded)
+		if !t.Failed() && (acked == 0 || lost == 0 || torn == 0 || padded == 0) {
+			t.Errorf("the test did not exercise acks, losses, torn tails and padding")
 		}
 	}()
 	for it := range iterations {
@@ -61,6 +61,11 @@ func TestCrashProperty(t *testing.T) {
 				// power cut to tear; its Syncs do not promise durability.
 				relaxed := it%4 == 0
 				o := Options{FS: fs, SegmentSize: 2048, BufferSize: 4096}
+				if it%3 == 2 {
+					// Segments of several pages, so that rounds of the
+					// larger records end in padding.
+					o.SegmentSize = 16 << 10
+				}
 				if relaxed {
 					o.Durability = DurabilityRelaxed
 				}
@@ -99,6 +104,9 @@ func TestCrashProperty(t *testing.T) {
 					runConcurrent(rng, w, crash, &nextID, record)
 				}
 				crash()
+				if w.Stats().PadBytes > 0 {
+					padded++
+				}
 				w.Close()
 				fs = after
 			}

@@ -24,6 +24,7 @@ func (w *WAL) padLocked() {
 	c := w.chunkFor(w.next.Segment)
 	c.buf = appendPad(c.buf, int(room))
 	w.next.Offset += room
+	w.stats.pad.Add(uint64(room))
 }
 
 var zeroPage [padPage]byte

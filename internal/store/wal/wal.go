@@ -83,6 +83,7 @@ type Stats struct {
 	TornBytes      uint64        // bytes cut from torn tails at open
 	CorruptSkipped uint64        // damaged regions skipped by Replay
 	NoSpace        uint64        // write rounds lost to a full filesystem
+	PadBytes       uint64        // bytes of padding appended (pad.go)
 }
 
 // WAL is a write-ahead log in one directory. Append, Sync, Cut and Stats
@@ -142,7 +143,7 @@ type WAL struct {
 	syncedTo       Pos
 
 	stats struct {
-		records, bytes, fsyncs, fsyncNanos, fsyncMax, segments, torn, skipped, nospace atomic.Uint64
+		records, bytes, fsyncs, fsyncNanos, fsyncMax, segments, torn, skipped, nospace, pad atomic.Uint64
 	}
 }
 
@@ -554,6 +555,7 @@ func (w *WAL) Stats() Stats {
 		TornBytes:      w.stats.torn.Load(),
 		CorruptSkipped: w.stats.skipped.Load(),
 		NoSpace:        w.stats.nospace.Load(),
+		PadBytes:       w.stats.pad.Load(),
 	}
 }
 
