@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
@@ -176,6 +177,62 @@ func TestHeadLimit(t *testing.T) {
 		if got := db.headFull(c.samples, c.count, c.bytes); got != c.want {
 			t.Errorf("headFull(%d, %d, %d) = %v, want %v", c.samples, c.count, c.bytes, got, c.want)
 		}
+	}
+}
+
+// TestHeadRotatesAtBytes: a head of many tags whose values compress well
+// waits for livePerSeries samples a tag (here the liveMaxHeads bound), and
+// one of values that compress badly rotates once its blocks take
+// liveBytesPerSample bytes for each of HeadMaxSamples, long before.
+func TestHeadRotatesAtBytes(t *testing.T) {
+	// Enough samples a tag that its blocks are sealed (headBlockSamples).
+	const tags, most = liveSeries + 52, 1 << 16
+	for _, c := range []struct {
+		name     string
+		value    func(r *rand.Rand, i, k int) float64
+		min, max int // samples in the head when it rotated
+	}{
+		{"compressible", func(_ *rand.Rand, i, k int) float64 { return float64(i) }, liveMaxHeads * most, liveMaxHeads*most + tags},
+		{"noisy", func(r *rand.Rand, _, _ int) float64 { return r.NormFloat64() }, most, liveMaxHeads * most * 2 / 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			opts.Durability = DurabilityRelaxed
+			opts.HeadMaxAge = time.Hour
+			opts.HeadMaxSamples = most
+			db, err := Open(t.TempDir(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			r := rand.New(rand.NewPCG(1, 2))
+			db.mu.RLock()
+			first := db.active
+			db.mu.RUnlock()
+			pts := make([]model.Point, tags)
+			for k := 0; ; k++ {
+				for i := range pts {
+					pts[i] = model.Point{Tag: "h." + strconv.Itoa(i), T: int64(k+1) * 1000, V: c.value(r, i, k)}
+				}
+				if err := db.Write(context.Background(), pts); err != nil {
+					t.Fatal(err)
+				}
+				db.mu.RLock()
+				rotated := db.active != first
+				db.mu.RUnlock()
+				if rotated {
+					break
+				}
+				if k > 1000 {
+					t.Fatal("the head never rotated")
+				}
+			}
+			n, _, bytes := first.fill()
+			t.Logf("rotated at %d samples, %d bytes of blocks", n, bytes)
+			if n < c.min || n > c.max {
+				t.Fatalf("rotated at %d samples, want %d to %d", n, c.min, c.max)
+			}
+		})
 	}
 }
 

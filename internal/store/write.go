@@ -764,10 +764,10 @@ func (db *DB) applyRecord(d *dataRecord) (int, error) {
 // head of more than liveSeries series waits for livePerSeries samples a
 // series, within liveMaxHeads heads of HeadMaxSamples, and while its
 // sealed blocks take less than liveBytesPerSample bytes for each of
-// HeadMaxSamples: memory stays within what a head of HeadMaxSamples raw
-// samples took (17 bytes a sample, two heads while one is flushed) for
-// values that compress badly, and well-compressed values get the longer
-// head. Up to liveSeries series nothing changes.
+// HeadMaxSamples: for values that compress badly (about 9 bytes a sample)
+// the blocks stay within what the 4 x HeadMaxSamples of the rule before
+// took, and well-compressed values get the longer head. Up to liveSeries
+// series nothing changes.
 const (
 	liveSeries         = 2048
 	livePerSeries      = 2048
