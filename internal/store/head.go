@@ -47,16 +47,19 @@ type headSeries struct {
 // of a busy tag stays under 5 KB.
 const headBlockSamples = 256
 
-// appendText adds a text sample.
-func (s *headSeries) appendText(t int64, x string, q model.Quality) {
+// appendText adds a text sample and returns the bytes of the block it
+// sealed (0 when none).
+func (s *headSeries) appendText(t int64, x string, q model.Quality) int {
 	s.push(t, 0, q)
 	s.xs = append(s.xs, x)
-	s.sealIfFull()
+	return s.sealIfFull()
 }
 
-func (s *headSeries) append(t int64, v float64, q model.Quality) {
+// append adds a sample and returns the bytes of the block it sealed (0
+// when none).
+func (s *headSeries) append(t int64, v float64, q model.Quality) int {
 	s.push(t, v, q)
-	s.sealIfFull()
+	return s.sealIfFull()
 }
 
 // push adds a sample to the tail; a text sample's value follows in xs.
@@ -82,12 +85,15 @@ func (s *headSeries) push(t int64, v float64, q model.Quality) {
 // sealStagger-1 samples early, by its id; its later blocks are full.
 const sealStagger = 64
 
-// sealIfFull encodes a full tail into a block.
-func (s *headSeries) sealIfFull() {
-	if !s.raw && len(s.ts) >= headBlockSamples-int(s.early) {
-		s.seal()
-		s.early = 0
+// sealIfFull encodes a full tail into a block and returns its bytes (0
+// when the tail is not full).
+func (s *headSeries) sealIfFull() int {
+	if s.raw || len(s.ts) < headBlockSamples-int(s.early) {
+		return 0
 	}
+	s.seal()
+	s.early = 0
+	return len(s.blocks[len(s.blocks)-1].data)
 }
 
 // grow doubles the tail's capacity (up to a block): append's own growth
@@ -354,7 +360,7 @@ type head struct {
 	samples int
 	count   int // series that have samples here
 	// bytes is the size of the encoded blocks its series sealed while it
-	// took writes (headLimit bounds it for heads of many series).
+	// took writes (headFull bounds it for heads of many series).
 	bytes  int
 	born   time.Time // when its first sample arrived
 	frozen bool
@@ -472,15 +478,13 @@ func (h *head) seriesFor(id uint32, text bool) *headSeries {
 // appendLocked adds a sample; the caller holds h.mu for writing.
 func (h *head) appendLocked(id uint32, t int64, v float64, q model.Quality, now func() time.Time) {
 	s := h.seriesFor(id, false)
-	sealed := len(s.blocks)
 	if s.text {
 		// A numeric sample raced the first text of the tag: it is kept,
 		// as its text.
-		s.appendText(t, strconv.FormatFloat(v, 'g', -1, 64), q)
+		h.bytes += s.appendText(t, strconv.FormatFloat(v, 'g', -1, 64), q)
 	} else {
-		s.append(t, v, q)
+		h.bytes += s.append(t, v, q)
 	}
-	h.countSealed(s, sealed)
 	if h.samples == 0 {
 		h.born = now()
 	}
@@ -497,21 +501,11 @@ func (h *head) appendTextLocked(id uint32, t int64, x string, q model.Quality, n
 		// refuses mixed kinds before the WAL; this is the rare race).
 		s.toText()
 	}
-	sealed := len(s.blocks)
-	s.appendText(t, x, q)
-	h.countSealed(s, sealed)
+	h.bytes += s.appendText(t, x, q)
 	if h.samples == 0 {
 		h.born = now()
 	}
 	h.samples += 1 + len(x)/textWeight
-}
-
-// countSealed adds to h.bytes the blocks s sealed beyond its first
-// sealed ones.
-func (h *head) countSealed(s *headSeries, sealed int) {
-	for _, b := range s.blocks[min(sealed, len(s.blocks)):] {
-		h.bytes += len(b.data)
-	}
 }
 
 // textWeight is how many bytes of text count as one more head sample: a
@@ -525,7 +519,8 @@ func (h *head) size() (int, time.Time) {
 	return h.samples, h.born
 }
 
-// fill returns the number of samples and of series in the head.
+// fill returns the number of samples and of series in the head, and the
+// bytes of the blocks they sealed.
 func (h *head) fill() (samples, count, bytes int) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()

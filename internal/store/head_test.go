@@ -128,12 +128,16 @@ func TestSealStagger(t *testing.T) {
 }
 
 // openHeadDB opens a store in a temporary directory whose head is flushed
-// only by the test (an hour's age), relaxed so that writes are quick.
-func openHeadDB(tb testing.TB) *DB {
+// only by the test (an hour's age), relaxed so that writes are quick;
+// mods change its options before it opens.
+func openHeadDB(tb testing.TB, mods ...func(*Options)) *DB {
 	tb.Helper()
 	opts := DefaultOptions()
 	opts.Durability = DurabilityRelaxed
 	opts.HeadMaxAge = time.Hour
+	for _, mod := range mods {
+		mod(&opts)
+	}
 	db, err := Open(tb.TempDir(), opts)
 	if err != nil {
 		tb.Fatal(err)
@@ -196,14 +200,7 @@ func TestHeadRotatesAtBytes(t *testing.T) {
 		{"noisy", func(r *rand.Rand, _, _ int) float64 { return r.NormFloat64() }, most, liveMaxHeads * most * 2 / 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			opts := DefaultOptions()
-			opts.Durability = DurabilityRelaxed
-			opts.HeadMaxAge = time.Hour
-			opts.HeadMaxSamples = most
-			db, err := Open(t.TempDir(), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			db := openHeadDB(t, func(o *Options) { o.HeadMaxSamples = most })
 			defer db.Close()
 			r := rand.New(rand.NewPCG(1, 2))
 			db.mu.RLock()
